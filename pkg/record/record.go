@@ -1,0 +1,235 @@
+// Package record defines the decision record: what schedscope recorded about
+// one scheduling attempt of one pod. The scheduler produces records, the
+// record stream carries them as JSON, and the sidecar and the kubectl plugin
+// read them. The package has no dependency on the scheduler itself.
+package record
+
+import (
+	"time"
+)
+
+// Result is the outcome of a scheduling attempt.
+type Result string
+
+const (
+	// ResultScheduled means the pod was bound to SelectedNode.
+	ResultScheduled Result = "scheduled"
+	// ResultUnschedulable means no node fits the pod (or a plugin rejected it
+	// later in the cycle); the pod goes back to the queue.
+	ResultUnschedulable Result = "unschedulable"
+	// ResultError means an internal error ended the attempt.
+	ResultError Result = "error"
+)
+
+// Extension point names, as the scheduling framework calls them.
+const (
+	PreFilter      = "PreFilter"
+	Filter         = "Filter"
+	PostFilter     = "PostFilter"
+	PreScore       = "PreScore"
+	Score          = "Score"
+	NormalizeScore = "NormalizeScore"
+	Reserve        = "Reserve"
+	Unreserve      = "Unreserve"
+	Permit         = "Permit"
+	WaitOnPermit   = "WaitOnPermit"
+	PreBind        = "PreBind"
+	Bind           = "Bind"
+	PostBind       = "PostBind"
+)
+
+// Verdicts of a node in the Filter phase.
+const (
+	// VerdictPassed: every filter plugin accepted the node.
+	VerdictPassed = "passed"
+	// VerdictRejected: a plugin rejected the node; Plugin says which.
+	VerdictRejected = "rejected"
+	// VerdictNotEvaluated: the scheduler never ran filters on the node;
+	// NotEvaluatedReason says why.
+	VerdictNotEvaluated = "not-evaluated"
+)
+
+// Reasons a node was not evaluated.
+const (
+	// NotEvaluatedEnoughFeasible: the scheduler had found enough feasible
+	// nodes (percentageOfNodesToScore) and stopped searching.
+	NotEvaluatedEnoughFeasible = "enough feasible nodes found"
+	// NotEvaluatedPreFilterResult: a PreFilter plugin narrowed the candidate
+	// nodes and this node was not among them.
+	NotEvaluatedPreFilterResult = "excluded by PreFilter result"
+	// NotEvaluatedPreFilterRejected: PreFilter rejected the pod, so no node
+	// was filtered.
+	NotEvaluatedPreFilterRejected = "pod rejected at PreFilter"
+	// NotEvaluatedNominatedNodeFit: the pod's nominated node passed, so the
+	// scheduler evaluated no other node.
+	NotEvaluatedNominatedNodeFit = "nominated node fits"
+)
+
+// Attempt is the record of one scheduling attempt.
+type Attempt struct {
+	// Seq is the position of the record in the scheduler's record stream.
+	Seq uint64 `json:"seq"`
+	// Pod identifies the pod.
+	Pod PodRef `json:"pod"`
+	// Profile is the scheduler profile (spec.schedulerName) that ran.
+	Profile string `json:"profile"`
+	// Attempt counts the scheduling attempts of this pod, starting at 1.
+	Attempt int `json:"attempt"`
+	// Result is the outcome.
+	Result Result `json:"result"`
+	// Message explains a failed attempt, as the scheduler reports it in its
+	// FailedScheduling event.
+	Message string `json:"message,omitempty"`
+	// FailedPoint is the extension point that ended a failed attempt.
+	FailedPoint string `json:"failedPoint,omitempty"`
+	// SelectedNode is the node the scheduler chose.
+	SelectedNode string `json:"selectedNode,omitempty"`
+	// NominatedNode is the node preemption nominated for the pod.
+	NominatedNode string `json:"nominatedNode,omitempty"`
+	// Victims are the pods preemption chose to evict for this pod.
+	Victims []PodRef `json:"victims,omitempty"`
+	// TraceID links the record to its OpenTelemetry trace, when traced.
+	TraceID string `json:"traceID,omitempty"`
+
+	// Timing of the attempt.
+	Timing Timing `json:"timing"`
+	// Points holds the time and status of every extension point that ran,
+	// in the order it ran.
+	Points []PointRun `json:"points,omitempty"`
+	// Plugins holds the time each plugin spent at each extension point.
+	// For Filter and Score it is the total over all nodes.
+	Plugins []PluginRun `json:"plugins,omitempty"`
+
+	// PreFilter holds each PreFilter plugin's result.
+	PreFilter []PreFilterRun `json:"preFilter,omitempty"`
+	// Nodes counts the nodes of the attempt.
+	Nodes NodeCounts `json:"nodes"`
+	// Filter holds the verdict of every node, grouped by identical verdict.
+	Filter []VerdictGroup `json:"filter,omitempty"`
+	// Scores holds the score breakdown of every scored node.
+	Scores *Scores `json:"scores,omitempty"`
+}
+
+// PodRef identifies a pod.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Timing holds the timestamps and durations of an attempt.
+type Timing struct {
+	// Queued is when the pod last entered the scheduling queue.
+	Queued time.Time `json:"queued"`
+	// Started is when the scheduling cycle started.
+	Started time.Time `json:"started"`
+	// Finished is when the attempt ended (bound, or handed back to the queue).
+	Finished time.Time `json:"finished"`
+	// QueueWait is the time between Queued and Started.
+	QueueWait time.Duration `json:"queueWait"`
+	// SchedulingCycle is the synchronous part: PreFilter to Permit.
+	SchedulingCycle time.Duration `json:"schedulingCycle"`
+	// BindingCycle is the asynchronous part: WaitOnPermit to PostBind.
+	BindingCycle time.Duration `json:"bindingCycle,omitempty"`
+	// BindCall is the time the Bind plugins took (the API call for DefaultBinder).
+	BindCall time.Duration `json:"bindCall,omitempty"`
+}
+
+// PointRun is one run of an extension point.
+type PointRun struct {
+	Point    string        `json:"point"`
+	Duration time.Duration `json:"duration"`
+	// Code is the framework status code the point returned ("Success", ...).
+	Code string `json:"code"`
+	// Plugin is the plugin whose status ended the point, if it failed.
+	Plugin  string   `json:"plugin,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// PluginRun is the time one plugin spent at one extension point.
+type PluginRun struct {
+	Plugin   string        `json:"plugin"`
+	Point    string        `json:"point"`
+	Duration time.Duration `json:"duration"`
+	// Calls counts the calls: one per node for Filter and Score.
+	Calls int64 `json:"calls"`
+	// Code is the status the plugin returned, for points called once per
+	// attempt (empty for Filter and Score).
+	Code    string   `json:"code,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	// PermitWait is the wait a Permit plugin asked for.
+	PermitWait time.Duration `json:"permitWait,omitempty"`
+}
+
+// PreFilterRun is the result of one PreFilter plugin.
+type PreFilterRun struct {
+	Plugin  string   `json:"plugin"`
+	Code    string   `json:"code"`
+	Reasons []string `json:"reasons,omitempty"`
+	// NodeNames is the node subset the plugin returned; nil means all nodes.
+	NodeNames []string `json:"nodeNames,omitempty"`
+}
+
+// NodeCounts counts the nodes of an attempt.
+type NodeCounts struct {
+	// Total is the number of nodes in the scheduler's snapshot.
+	Total int `json:"total"`
+	// Evaluated is the number of nodes the Filter phase ran on.
+	Evaluated int `json:"evaluated"`
+	// Feasible is the number of nodes that passed every filter and were
+	// kept for scoring.
+	Feasible int `json:"feasible"`
+}
+
+// VerdictGroup is a set of nodes that got the same Filter verdict.
+type VerdictGroup struct {
+	Verdict string `json:"verdict"`
+	// Plugin, Code and Reasons describe a rejection.
+	Plugin  string   `json:"plugin,omitempty"`
+	Code    string   `json:"code,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	// NotEvaluatedReason says why the nodes were never evaluated.
+	NotEvaluatedReason string `json:"notEvaluatedReason,omitempty"`
+	// Nodes are the node names, sorted.
+	Nodes []string `json:"nodes"`
+}
+
+// Scores is the score breakdown of an attempt.
+type Scores struct {
+	// SkippedReason is set when the scheduler did not score, e.g. because
+	// only one node was feasible.
+	SkippedReason string `json:"skippedReason,omitempty"`
+	// Plugins lists the score plugins in the order of each node's values.
+	Plugins []ScorePlugin `json:"plugins,omitempty"`
+	// Nodes holds each scored node, highest total first.
+	Nodes []NodeScore `json:"nodes,omitempty"`
+}
+
+// ScorePlugin is a score plugin and its weight in the profile.
+type ScorePlugin struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight"`
+}
+
+// NodeScore is one node's scores, one value per score plugin.
+type NodeScore struct {
+	Node string `json:"node"`
+	// Raw is what Score returned.
+	Raw []int64 `json:"raw"`
+	// Normalized is the score after NormalizeScore (equal to Raw when the
+	// plugin does not normalize).
+	Normalized []int64 `json:"normalized"`
+	// Weighted is Normalized times the plugin's weight.
+	Weighted []int64 `json:"weighted"`
+	// Extenders is the sum of the extenders' weighted scores.
+	Extenders int64 `json:"extenders,omitempty"`
+	// Total is the node's final score.
+	Total int64 `json:"total"`
+}
+
+// Skipped scoring reasons.
+const (
+	// ScoringSkippedSingleNode: only one node was feasible, so the scheduler
+	// chose it without scoring.
+	ScoringSkippedSingleNode = "single feasible node"
+)

@@ -1,0 +1,12 @@
+// Package stream keeps the latest decision records in a bounded buffer and
+// serves them over HTTP in the List-Watch style of the kube-apiserver.
+//
+// A list (GET /v1/records) returns the buffered records with their
+// monotonically increasing sequence numbers, the last sequence and the
+// stream's epoch. A watch (GET /v1/records?watch=true&since=N&epoch=E)
+// streams every record after N, in order, as newline-delimited JSON events.
+// A watch from a sequence the buffer has already dropped, or from another
+// epoch (the scheduler restarted), is answered with 410 Gone so the client
+// relists. Writers never wait for readers: a reader that falls behind loses
+// its place and gets 410 Gone on its next watch.
+package stream

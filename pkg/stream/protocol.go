@@ -1,0 +1,56 @@
+package stream
+
+import "github.com/schedscope/schedscope/pkg/record"
+
+// Path is where the record stream is served.
+const Path = "/v1/records"
+
+// Query parameters of Path.
+const (
+	// ParamWatch turns a list into a watch ("true").
+	ParamWatch = "watch"
+	// ParamSince is the last sequence the client has; the response holds the
+	// records after it.
+	ParamSince = "since"
+	// ParamEpoch is the epoch the client's sequence belongs to.
+	ParamEpoch = "epoch"
+)
+
+// Event types of a watch.
+const (
+	// EventAdded carries a new record.
+	EventAdded = "ADDED"
+	// EventBookmark carries no record; it tells the client the stream is
+	// alive and its last sequence.
+	EventBookmark = "BOOKMARK"
+)
+
+// List is the response to a list.
+type List struct {
+	// Epoch identifies this run of the scheduler; sequences restart with it.
+	Epoch string `json:"epoch"`
+	// Seq is the sequence of the newest record written (0 if none yet).
+	Seq uint64 `json:"seq"`
+	// Oldest is the sequence of the oldest record still buffered.
+	Oldest uint64 `json:"oldest"`
+	// Items are the buffered records after the requested sequence, oldest first.
+	Items []*record.Attempt `json:"items"`
+}
+
+// Event is one line of a watch.
+type Event struct {
+	Type string `json:"type"`
+	// Seq is the sequence of the record, or the stream's last sequence for a bookmark.
+	Seq    uint64          `json:"seq"`
+	Object *record.Attempt `json:"object,omitempty"`
+}
+
+// Gone is the body of a 410 response. A client that had sequence Since
+// in Epoch lost Oldest-Since-1 records when Epoch is unchanged; when the
+// epoch changed, the scheduler restarted and the gap is unknown.
+type Gone struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Epoch   string `json:"epoch"`
+	Oldest  uint64 `json:"oldest"`
+}

@@ -1,0 +1,128 @@
+package stream
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Server serves a Buffer at Path.
+type Server struct {
+	buf      *Buffer
+	bookmark time.Duration
+	watchers atomic.Int64
+}
+
+// NewServer returns a server for buf that sends a bookmark on idle watches
+// every bookmark interval.
+func NewServer(buf *Buffer, bookmark time.Duration) *Server {
+	return &Server{buf: buf, bookmark: bookmark}
+}
+
+// Watchers returns the number of open watches.
+func (s *Server) Watchers() int64 { return s.watchers.Load() }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed, use GET", r.Method))
+		return
+	}
+	q := r.URL.Query()
+	watch := false
+	if v := q.Get(ParamWatch); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %q is not a boolean", ParamWatch, v))
+			return
+		}
+		watch = b
+	}
+	var since uint64
+	if v := q.Get(ParamSince); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %q is not a sequence number", ParamSince, v))
+			return
+		}
+		since = n
+	}
+	if epoch := q.Get(ParamEpoch); epoch != "" && epoch != s.buf.Epoch() {
+		s.writeGone(w, 0, fmt.Sprintf("epoch %q has ended; the current epoch is %q", epoch, s.buf.Epoch()))
+		return
+	}
+	if last := s.buf.Last(); since > last {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %d is ahead of the stream's last sequence %d", ParamSince, since, last))
+		return
+	}
+	if watch {
+		s.serveWatch(w, r, since)
+		return
+	}
+	items, _, oldest, ok := s.buf.After(since)
+	if !ok {
+		s.writeGone(w, oldest, fmt.Sprintf("records after %d were dropped; the oldest buffered is %d", since, oldest))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(List{Epoch: s.buf.Epoch(), Seq: since + uint64(len(items)), Oldest: oldest, Items: items})
+}
+
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64) {
+	s.watchers.Add(1)
+	defer s.watchers.Add(-1)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	ticker := time.NewTicker(s.bookmark)
+	defer ticker.Stop()
+	started := false
+	for {
+		items, changed, oldest, ok := s.buf.After(since)
+		if !ok {
+			if !started {
+				s.writeGone(w, oldest, fmt.Sprintf("records after %d were dropped; the oldest buffered is %d", since, oldest))
+			}
+			// Mid-stream the client learns of the gap by relisting:
+			// ending the response is the only signal a watch has.
+			return
+		}
+		if !started {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		for _, a := range items {
+			if err := enc.Encode(Event{Type: EventAdded, Seq: a.Seq, Object: a}); err != nil {
+				return
+			}
+			since = a.Seq
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-changed:
+		case <-ticker.C:
+			if err := enc.Encode(Event{Type: EventBookmark, Seq: since}); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) writeGone(w http.ResponseWriter, oldest uint64, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusGone)
+	_ = json.NewEncoder(w).Encode(Gone{Reason: "Expired", Message: msg, Epoch: s.buf.Epoch(), Oldest: oldest})
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+}
