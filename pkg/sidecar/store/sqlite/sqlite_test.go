@@ -1,0 +1,416 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+func openTest(t *testing.T, r store.Retention) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "records.db")
+	s, err := Open(context.Background(), path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func seqs(as []*record.Attempt, from uint64) []*record.Attempt {
+	for i, a := range as {
+		a.Seq = from + uint64(i)
+	}
+	return as
+}
+
+// fixture: pod a/p1 failed once then scheduled; pod b/p2 pending (twice
+// rejected); pod a/p3 pending.
+func fixture() []*record.Attempt {
+	t0 := recordtest.Base
+	return seqs([]*record.Attempt{
+		recordtest.MakeAttempt("a", "p1", "uid-1").Finished(t0).Unschedulable("0/2 nodes are available").
+			Rejected("TaintToleration", "untolerated taint", "n1", "n2").Obj(),
+		recordtest.MakeAttempt("b", "p2", "uid-2").Finished(t0.Add(time.Second)).Unschedulable("0/2 nodes are available").
+			Rejected("NodeResourcesFit", "Insufficient cpu", "n1").Rejected("TaintToleration", "untolerated taint", "n2").Obj(),
+		recordtest.MakeAttempt("a", "p1", "uid-1").Number(2).Finished(t0.Add(2*time.Second)).Passed("n1", "n2").Scheduled("n1").Obj(),
+		recordtest.MakeAttempt("b", "p2", "uid-2").Number(2).Finished(t0.Add(3*time.Second)).Unschedulable("0/2 nodes are available").
+			Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj(),
+		recordtest.MakeAttempt("a", "p3", "uid-3").Finished(t0.Add(4*time.Second)).Unschedulable("0/2 nodes are available").
+			Rejected("NodeAffinity", "didn't match", "n1", "n2").Obj(),
+	}, 1)
+}
+
+func TestAttempts(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pod     store.PodSelector
+		limit   int
+		wantSeq []uint64
+	}{
+		{name: "by name, newest first", pod: store.PodSelector{Namespace: "a", Name: "p1"}, wantSeq: []uint64{3, 1}},
+		{name: "by uid", pod: store.PodSelector{UID: "uid-2"}, wantSeq: []uint64{4, 2}},
+		{name: "limit", pod: store.PodSelector{UID: "uid-2"}, limit: 1, wantSeq: []uint64{4}},
+		{name: "same name other namespace", pod: store.PodSelector{Namespace: "b", Name: "p1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Attempts(ctx, tt.pod, tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotSeq []uint64
+			for _, a := range got {
+				gotSeq = append(gotSeq, a.Seq)
+				if a.Epoch != "e1" || a.StoredBytes == 0 {
+					t.Errorf("summary %d: epoch %q, stored bytes %d; want epoch e1 and a size", a.Seq, a.Epoch, a.StoredBytes)
+				}
+			}
+			if diff := cmp.Diff(tt.wantSeq, gotSeq); diff != "" {
+				t.Errorf("sequences (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAttempt(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	in := fixture()
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, in); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pod     store.PodSelector
+		number  int
+		want    *record.Attempt
+		wantErr error
+	}{
+		{name: "latest", pod: store.PodSelector{Namespace: "a", Name: "p1"}, want: in[2]},
+		{name: "by number", pod: store.PodSelector{Namespace: "a", Name: "p1"}, number: 1, want: in[0]},
+		{name: "by uid", pod: store.PodSelector{UID: "uid-3"}, want: in[4]},
+		{name: "unknown pod", pod: store.PodSelector{Namespace: "a", Name: "nope"}, wantErr: store.ErrNotFound},
+		{name: "unknown number", pod: store.PodSelector{Namespace: "a", Name: "p1"}, number: 7, wantErr: store.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Attempt(ctx, tt.pod, tt.number)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPods(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts store.PodListOptions
+		want []string
+	}{
+		{name: "all, latest first", opts: store.PodListOptions{}, want: []string{"a/p3", "b/p2", "a/p1"}},
+		{name: "pending", opts: store.PodListOptions{PendingOnly: true}, want: []string{"a/p3", "b/p2"}},
+		{name: "pending in b", opts: store.PodListOptions{PendingOnly: true, Namespaces: []string{"b"}}, want: []string{"b/p2"}},
+		{name: "no namespace allowed", opts: store.PodListOptions{Namespaces: []string{}}, want: nil},
+		{name: "limit", opts: store.PodListOptions{Limit: 1}, want: []string{"a/p3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Pods(ctx, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, p.Pod.Namespace+"/"+p.Pod.Name)
+			}
+			if diff := cmp.Diff(tt.want, names); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+		})
+	}
+	pending, err := s.Pods(ctx, store.PodListOptions{PendingOnly: true, Namespaces: []string{"b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReasons := []store.RejectionSummary{{Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2}}
+	if diff := cmp.Diff(wantReasons, pending[0].Latest.Reasons); diff != "" {
+		t.Errorf("latest reasons of b/p2 (-want +got):\n%s", diff)
+	}
+	if got, want := pending[0].FirstSeen, recordtest.Base.Add(time.Second); !got.Equal(want) {
+		t.Errorf("first seen %v, want %v", got, want)
+	}
+	ns, err := s.Namespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, ns); diff != "" {
+		t.Errorf("namespaces (-want +got):\n%s", diff)
+	}
+}
+
+func TestRejections(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		q    store.RejectionQuery
+		want []store.RejectionCount
+	}{
+		{
+			name: "by plugin",
+			q:    store.RejectionQuery{By: store.ByPlugin},
+			want: []store.RejectionCount{
+				{Key: "NodeResourcesFit", Attempts: 2, Nodes: 3},
+				{Key: "TaintToleration", Attempts: 2, Nodes: 3},
+				{Key: "NodeAffinity", Attempts: 1, Nodes: 2},
+			},
+		},
+		{
+			name: "by plugin since",
+			q:    store.RejectionQuery{By: store.ByPlugin, Since: recordtest.Base.Add(3 * time.Second)},
+			want: []store.RejectionCount{
+				{Key: "NodeAffinity", Attempts: 1, Nodes: 2},
+				{Key: "NodeResourcesFit", Attempts: 1, Nodes: 2},
+			},
+		},
+		{
+			name: "by node in namespace b",
+			q:    store.RejectionQuery{By: store.ByNode, Namespaces: []string{"b"}},
+			want: []store.RejectionCount{
+				{Key: "n1", Attempts: 2, Nodes: 2, Plugins: map[string]int64{"NodeResourcesFit": 2}},
+				{Key: "n2", Attempts: 2, Nodes: 2, Plugins: map[string]int64{"NodeResourcesFit": 1, "TaintToleration": 1}},
+			},
+		},
+		{
+			name: "by node, limit",
+			q:    store.RejectionQuery{By: store.ByNode, Until: recordtest.Base.Add(500 * time.Millisecond), Limit: 1},
+			want: []store.RejectionCount{
+				{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"TaintToleration": 1}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Rejections(ctx, tt.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("rejections (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCursorAndRecordsSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTest(t, store.Retention{})
+	if c, err := s.Cursor(ctx); err != nil || c != (store.Cursor{}) {
+		t.Fatalf("new store cursor %+v, %v; want zero", c, err)
+	}
+	want := store.Cursor{Epoch: "e1", Seq: 5, Lost: 42}
+	if err := s.Append(ctx, want, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, path, store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	got, err := s2.Cursor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cursor (-want +got):\n%s", diff)
+	}
+	st, err := s2.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempts != 5 || st.Pods != 3 {
+		t.Errorf("stats %+v, want 5 attempts of 3 pods", st)
+	}
+}
+
+func TestAppendIgnoresStoredRecords(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	in := fixture()
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 3}, in[:3]); err != nil {
+		t.Fatal(err)
+	}
+	// A replay overlapping what is stored must not duplicate anything.
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, in[1:]); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempts != 5 {
+		t.Errorf("stored %d attempts, want 5", st.Attempts)
+	}
+	// The same sequence in another epoch is another record.
+	if err := s.Append(ctx, store.Cursor{Epoch: "e2", Seq: 1}, seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx); st.Attempts != 6 {
+		t.Errorf("stored %d attempts after a new epoch, want 6", st.Attempts)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name        string
+		retention   store.Retention
+		now         time.Time
+		wantRemoved int
+		wantSeqs    []uint64
+		wantPods    []string
+	}{
+		{
+			name:        "by age",
+			retention:   store.Retention{MaxAge: 2500 * time.Millisecond},
+			now:         recordtest.Base.Add(5 * time.Second),
+			wantRemoved: 3,
+			wantSeqs:    []uint64{4, 5},
+			wantPods:    []string{"a/p3", "b/p2"},
+		},
+		{
+			name:        "by count",
+			retention:   store.Retention{MaxAttempts: 2},
+			now:         recordtest.Base,
+			wantRemoved: 3,
+			wantSeqs:    []uint64{4, 5},
+			wantPods:    []string{"a/p3", "b/p2"},
+		},
+		{
+			name:        "by bytes",
+			retention:   store.Retention{MaxBytes: 1},
+			now:         recordtest.Base,
+			wantRemoved: 5,
+		},
+		{
+			name:      "nothing to do",
+			retention: store.Retention{MaxAge: time.Hour, MaxAttempts: 10, MaxBytes: 1 << 20},
+			now:       recordtest.Base,
+			wantSeqs:  []uint64{1, 2, 3, 4, 5},
+			wantPods:  []string{"a/p3", "b/p2", "a/p1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := openTest(t, tt.retention)
+			if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+				t.Fatal(err)
+			}
+			removed, err := s.Prune(ctx, tt.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if removed != tt.wantRemoved {
+				t.Errorf("removed %d, want %d", removed, tt.wantRemoved)
+			}
+			var gotSeqs []uint64
+			for _, sel := range []store.PodSelector{{UID: "uid-1"}, {UID: "uid-2"}, {UID: "uid-3"}} {
+				as, err := s.Attempts(ctx, sel, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range as {
+					gotSeqs = append(gotSeqs, a.Seq)
+				}
+			}
+			slices.Sort(gotSeqs)
+			if diff := cmp.Diff(tt.wantSeqs, gotSeqs); diff != "" {
+				t.Errorf("kept sequences (-want +got):\n%s", diff)
+			}
+			pods, err := s.Pods(ctx, store.PodListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range pods {
+				names = append(names, p.Pod.Namespace+"/"+p.Pod.Name)
+			}
+			if diff := cmp.Diff(tt.wantPods, names); diff != "" {
+				t.Errorf("kept pods (-want +got):\n%s", diff)
+			}
+			rej, err := s.Rejections(ctx, store.RejectionQuery{By: store.ByPlugin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rejected int64
+			for _, r := range rej {
+				rejected += r.Attempts
+			}
+			var want int64
+			for _, seq := range tt.wantSeqs {
+				want += map[uint64]int64{1: 1, 2: 2, 3: 0, 4: 1, 5: 1}[seq]
+			}
+			if rejected != want {
+				t.Errorf("rejection rows of kept attempts: %d, want %d", rejected, want)
+			}
+		})
+	}
+}
+
+
+func TestLargeAttemptIsCompact(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	a := recordtest.Large(1, 5000)
+	a.Seq = 1
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, []*record.Attempt{a}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The JSON of this record is about 1 MB.
+	const limit = 200 << 10
+	if st.Bytes > limit {
+		t.Errorf("a 5000-node attempt takes %d bytes, want at most %d", st.Bytes, limit)
+	}
+	t.Logf("a 5000-node attempt takes %d bytes", st.Bytes)
+	got, err := s.Attempt(ctx, store.PodSelector{UID: a.Pod.UID}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("record after a round trip (-want +got):\n%s", diff)
+	}
+}
