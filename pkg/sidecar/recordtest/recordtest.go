@@ -150,7 +150,7 @@ func Large(i, nodes int) *record.Attempt {
 	names := NodeNames("node", 0, nodes)
 	rejected := nodes * 6 / 10
 	w := MakeAttempt("load", fmt.Sprintf("pod-%d", i), fmt.Sprintf("uid-%d", i)).
-		Finished(Base.Add(time.Duration(i) * time.Millisecond)).
+		Finished(Base.Add(time.Duration(i)*time.Millisecond)).
 		TraceID(fmt.Sprintf("%032x", i)).
 		Rejected("NodeResourcesFit", "Insufficient cpu", names[:rejected/2]...).
 		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", names[rejected/2:rejected*5/6]...).

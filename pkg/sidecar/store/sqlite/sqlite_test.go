@@ -387,7 +387,6 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-
 func TestLargeAttemptIsCompact(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})

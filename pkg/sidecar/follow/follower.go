@@ -1,0 +1,455 @@
+package follow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
+)
+
+// Options configure a Follower.
+type Options struct {
+	// URL is the record stream, e.g. http://127.0.0.1:10262/v1/records.
+	URL string
+	// Client makes the requests; nil means a client with no overall timeout
+	// (watches are long) and default transport.
+	Client *http.Client
+	// Backoff paces reconnections while the scheduler cannot be reached.
+	Backoff wait.Backoff
+	// IdleTimeout restarts a watch that sent nothing, not even a bookmark,
+	// for that long.
+	IdleTimeout time.Duration
+	// MaxBatch bounds the records stored in one transaction.
+	MaxBatch int
+}
+
+// DefaultOptions returns the defaults for url.
+func DefaultOptions(url string) Options {
+	return Options{
+		URL:         url,
+		Backoff:     wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second},
+		IdleTimeout: time.Minute,
+		MaxBatch:    256,
+	}
+}
+
+// Status is what the follower reports about itself.
+type Status struct {
+	// Cursor is the position stored last, with the total of lost records.
+	Cursor store.Cursor `json:"cursor"`
+	// Watching is true while a watch is open.
+	Watching bool `json:"watching"`
+	// Relists counts the relists after 410 Gone since the sidecar started.
+	Relists uint64 `json:"relists"`
+	// EpochChanges counts the epoch changes since the sidecar started.
+	EpochChanges uint64 `json:"epochChanges"`
+	// LastGap is the number of records lost in the latest gap.
+	LastGap   uint64    `json:"lastGap"`
+	LastGapAt time.Time `json:"lastGapAt,omitzero"`
+	// LastError is the latest error following the stream.
+	LastError   string    `json:"lastError,omitempty"`
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	// LastEventAt is when the stream last sent anything.
+	LastEventAt time.Time `json:"lastEventAt,omitzero"`
+}
+
+// Follower follows a record stream into a store.
+type Follower struct {
+	opts    Options
+	store   store.Writer
+	metrics *metrics.Metrics
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New returns a follower; m may be nil.
+func New(opts Options, w store.Writer, m *metrics.Metrics) (*Follower, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("stream URL %q: %w", opts.URL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("stream URL %q: scheme must be http or https", opts.URL)
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.MaxBatch < 1 {
+		opts.MaxBatch = 1
+	}
+	if opts.IdleTimeout <= 0 {
+		return nil, fmt.Errorf("idle timeout %v must be positive", opts.IdleTimeout)
+	}
+	if m == nil {
+		m = metrics.NewMetrics(prometheus.NewRegistry())
+	}
+	return &Follower{opts: opts, store: w, metrics: m}, nil
+}
+
+// Status returns the follower's status.
+func (f *Follower) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status
+}
+
+func (f *Follower) update(fn func(s *Status)) {
+	f.mu.Lock()
+	fn(&f.status)
+	f.mu.Unlock()
+}
+
+// Run follows the stream until ctx ends.
+func (f *Follower) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("url", f.opts.URL)
+	ctx = klog.NewContext(ctx, logger)
+	cur, err := f.store.Cursor(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the stored cursor: %w", err)
+	}
+	f.update(func(s *Status) { s.Cursor = cur })
+	logger.V(2).Info("Following the record stream", "epoch", cur.Epoch, "seq", cur.Seq)
+	backoff := f.opts.Backoff
+	for {
+		progressed, err := f.session(ctx, &cur)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if progressed {
+			backoff = f.opts.Backoff
+		}
+		if err == nil {
+			continue
+		}
+		logger.Error(err, "Following the record stream", "epoch", cur.Epoch, "seq", cur.Seq)
+		f.update(func(s *Status) { s.LastError, s.LastErrorAt, s.Watching = err.Error(), time.Now(), false })
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// errGone ends a watch that the server answered with 410 Gone.
+var errGone = errors.New("gone")
+
+// session lists, then watches until the stream ends badly or asks for a
+// relist. It returns whether anything was read, and nil when a relist
+// should follow right away.
+func (f *Follower) session(ctx context.Context, cur *store.Cursor) (progressed bool, err error) {
+	if err := f.list(ctx, cur); err != nil {
+		return false, err
+	}
+	for {
+		err := f.watch(ctx, cur)
+		switch {
+		case errors.Is(err, errGone):
+			return true, nil
+		case err != nil:
+			return true, err
+		}
+		// The server ended the watch: watch again from where we are; a
+		// server that dropped us answers 410 and we relist.
+	}
+}
+
+func (f *Follower) url(cur *store.Cursor, watch bool) string {
+	u, _ := url.Parse(f.opts.URL)
+	q := u.Query()
+	q.Set(stream.ParamSince, strconv.FormatUint(cur.Seq, 10))
+	if cur.Epoch != "" {
+		q.Set(stream.ParamEpoch, cur.Epoch)
+	}
+	if watch {
+		q.Set(stream.ParamWatch, "true")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func (f *Follower) get(ctx context.Context, watch bool, cur *store.Cursor) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(cur, watch), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.opts.Client.Do(req)
+	if err != nil {
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+		return nil, fmt.Errorf("requesting %s: %w", req.URL, err)
+	}
+	return resp, nil
+}
+
+// maxGoneRetries bounds consecutive 410 answers to one list: each moves the
+// cursor to the oldest buffered record, so more than a few means the
+// scheduler drops records faster than a list can fetch them.
+const maxGoneRetries = 10
+
+func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
+	logger := klog.FromContext(ctx)
+	for range maxGoneRetries {
+		resp, err := f.get(ctx, false, cur)
+		if err != nil {
+			return err
+		}
+		switch resp.StatusCode {
+		case http.StatusOK:
+			l, err := DecodeList(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+				return err
+			}
+			f.touch()
+			if cur.Epoch != "" && l.Epoch != cur.Epoch {
+				if err := f.epochChanged(ctx, cur, l.Epoch); err != nil {
+					return err
+				}
+				continue
+			}
+			cur.Epoch = l.Epoch
+			logger.V(2).Info("Listed records", "epoch", l.Epoch, "since", cur.Seq, "items", len(l.Items), "last", l.Seq)
+			if err := f.ingest(ctx, cur, l.Items); err != nil {
+				return err
+			}
+			return nil
+		case http.StatusGone:
+			g, err := DecodeGone(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+				return err
+			}
+			if err := f.gone(ctx, cur, g); err != nil {
+				return err
+			}
+		default:
+			err := responseError(resp)
+			f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+			return err
+		}
+	}
+	return fmt.Errorf("list answered 410 Gone %d times in a row", maxGoneRetries)
+}
+
+func responseError(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	var msg struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Message != "" {
+		return fmt.Errorf("%s from %s: %s", resp.Status, resp.Request.URL, msg.Message)
+	}
+	return fmt.Errorf("%s from %s", resp.Status, resp.Request.URL)
+}
+
+// gone handles a 410 Gone: a new epoch starts over; in the same epoch the
+// records between the cursor and the oldest buffered one are lost.
+func (f *Follower) gone(ctx context.Context, cur *store.Cursor, g *stream.Gone) error {
+	logger := klog.FromContext(ctx)
+	f.metrics.Relists.Inc()
+	f.update(func(s *Status) { s.Relists++ })
+	if cur.Epoch != "" && g.Epoch != cur.Epoch {
+		return f.epochChanged(ctx, cur, g.Epoch)
+	}
+	if g.Oldest <= cur.Seq+1 {
+		return fmt.Errorf("410 Gone with oldest sequence %d, yet the follower is at %d in epoch %q", g.Oldest, cur.Seq, g.Epoch)
+	}
+	gap := g.Oldest - cur.Seq - 1
+	if cur.Epoch == "" {
+		// First contact: the dropped records predate the follower.
+		logger.V(2).Info("Starting at the oldest buffered record", "epoch", g.Epoch, "oldest", g.Oldest)
+	} else {
+		logger.Info("Records lost: the scheduler dropped them before they were read", "epoch", cur.Epoch, "after", cur.Seq, "lost", gap)
+		cur.Lost += gap
+		f.metrics.RecordsLost.Add(float64(gap))
+		f.update(func(s *Status) { s.LastGap, s.LastGapAt = gap, time.Now() })
+	}
+	cur.Epoch, cur.Seq = g.Epoch, g.Oldest-1
+	return f.persist(ctx, cur, nil)
+}
+
+func (f *Follower) epochChanged(ctx context.Context, cur *store.Cursor, epoch string) error {
+	klog.FromContext(ctx).Info("The record stream's epoch changed; starting over", "from", cur.Epoch, "to", epoch, "seq", cur.Seq)
+	f.metrics.EpochChanges.Inc()
+	f.update(func(s *Status) { s.EpochChanges++ })
+	*cur = store.Cursor{Epoch: epoch, Lost: cur.Lost}
+	return f.persist(ctx, cur, nil)
+}
+
+func (f *Follower) persist(ctx context.Context, cur *store.Cursor, items []*record.Attempt) error {
+	if err := f.store.Append(ctx, *cur, items); err != nil {
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageStore).Inc()
+		return fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)
+	}
+	f.metrics.RecordsReceived.Add(float64(len(items)))
+	c := *cur
+	f.update(func(s *Status) { s.Cursor = c })
+	return nil
+}
+
+func (f *Follower) touch() {
+	f.update(func(s *Status) { s.LastEventAt = time.Now() })
+}
+
+// ingest stores items that follow the cursor, in batches.
+func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []*record.Attempt) error {
+	batch := make([]*record.Attempt, 0, min(len(items), f.opts.MaxBatch))
+	next := *cur
+	for _, a := range items {
+		if a.Seq <= next.Seq {
+			continue // already have it
+		}
+		if gap := a.Seq - next.Seq - 1; gap > 0 {
+			klog.FromContext(ctx).Info("Records lost: the stream skipped sequences", "epoch", next.Epoch, "after", next.Seq, "lost", gap)
+			next.Lost += gap
+			f.metrics.RecordsLost.Add(float64(gap))
+			f.update(func(s *Status) { s.LastGap, s.LastGapAt = gap, time.Now() })
+		}
+		next.Seq = a.Seq
+		batch = append(batch, a)
+		if len(batch) == f.opts.MaxBatch {
+			if err := f.persist(ctx, &next, batch); err != nil {
+				return err
+			}
+			*cur = next
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 || next != *cur {
+		if err := f.persist(ctx, &next, batch); err != nil {
+			return err
+		}
+		*cur = next
+	}
+	return nil
+}
+
+type decoded struct {
+	ev  stream.Event
+	err error
+}
+
+func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	resp, err := f.get(ctx, true, cur)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusGone:
+		g, err := DecodeGone(resp.Body)
+		if err != nil {
+			f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+			return err
+		}
+		if err := f.gone(ctx, cur, g); err != nil {
+			return err
+		}
+		return errGone
+	default:
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+		return responseError(resp)
+	}
+	f.update(func(s *Status) { s.Watching = true })
+	defer f.update(func(s *Status) { s.Watching = false })
+	f.touch()
+
+	events := make(chan decoded, f.opts.MaxBatch)
+	go func() {
+		defer close(events)
+		dec := NewEventDecoder(resp.Body)
+		for {
+			ev, err := dec.Next()
+			select {
+			case events <- decoded{ev: ev, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	idle := time.NewTimer(f.opts.IdleTimeout)
+	defer idle.Stop()
+	batch := make([]*record.Attempt, 0, f.opts.MaxBatch)
+	for {
+		var d decoded
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-idle.C:
+			return fmt.Errorf("watch sent nothing for %v", f.opts.IdleTimeout)
+		case d = <-events:
+		}
+		batch = batch[:0]
+		var end error
+	drain:
+		for {
+			if d.err != nil {
+				end = d.err
+				break
+			}
+			if d.ev.Type == stream.EventAdded {
+				batch = append(batch, d.ev.Object)
+			}
+			if len(batch) == f.opts.MaxBatch {
+				break
+			}
+			select {
+			case d = <-events:
+			default:
+				break drain
+			}
+		}
+		idle.Reset(f.opts.IdleTimeout)
+		f.touch()
+		if err := f.ingest(ctx, cur, batch); err != nil {
+			return err
+		}
+		if end != nil {
+			if errors.Is(end, io.EOF) {
+				return nil
+			}
+			var syntax *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(end, &syntax) || errors.As(end, &typ) || !errors.Is(end, io.ErrUnexpectedEOF) && !isNetError(end) {
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+			} else {
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+			}
+			return end
+		}
+	}
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
