@@ -1,13 +1,15 @@
+// Command schedscope-scheduler is kube-scheduler that records every
+// scheduling decision it makes.
 package main
 
 import (
 	"os"
 
 	"k8s.io/component-base/cli"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
 )
 
 func main() {
-	command := app.NewSchedulerCommand()
-	os.Exit(cli.Run(command))
+	os.Exit(cli.Run(app.NewSchedulerCommand()))
 }

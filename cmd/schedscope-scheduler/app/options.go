@@ -1,0 +1,71 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// RecordOptions configure the decision records and their stream.
+type RecordOptions struct {
+	// BufferSize is how many records the stream keeps for readers.
+	BufferSize int
+	// QueueSize bounds the attempts waiting to become records.
+	QueueSize int
+	// BindAddress is host:port of the record stream; empty disables it.
+	BindAddress string
+	// AllowRemote permits a BindAddress that is not loopback.
+	AllowRemote bool
+	// Bookmark is the interval of keep-alive events on idle watches.
+	Bookmark time.Duration
+}
+
+// NewRecordOptions returns the defaults.
+func NewRecordOptions() *RecordOptions {
+	return &RecordOptions{BufferSize: 10000, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second}
+}
+
+// AddFlags adds the options' flags to fs.
+func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.BufferSize, "record-buffer-size", o.BufferSize, "Number of decision records the record stream keeps for readers; older ones are dropped and counted.")
+	fs.IntVar(&o.QueueSize, "record-queue-size", o.QueueSize, "Number of finished attempts that may wait to become records; beyond it attempts are dropped and counted, never waited for.")
+	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
+	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Allow --record-stream-address to be a non-loopback address. The stream is not authenticated.")
+	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
+}
+
+// Validate reports every invalid option, naming its flag.
+func (o *RecordOptions) Validate() []error {
+	var errs []error
+	if o.BufferSize < 1 {
+		errs = append(errs, fmt.Errorf("--record-buffer-size: must be at least 1, got %d", o.BufferSize))
+	}
+	if o.QueueSize < 1 {
+		errs = append(errs, fmt.Errorf("--record-queue-size: must be at least 1, got %d", o.QueueSize))
+	}
+	if o.Bookmark <= 0 {
+		errs = append(errs, fmt.Errorf("--record-stream-bookmark-interval: must be positive, got %s", o.Bookmark))
+	}
+	if o.BindAddress != "" {
+		host, port, err := net.SplitHostPort(o.BindAddress)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--record-stream-address: %q is not host:port: %w", o.BindAddress, err))
+		case port == "":
+			errs = append(errs, fmt.Errorf("--record-stream-address: %q has no port", o.BindAddress))
+		case !o.AllowRemote && !isLoopback(host):
+			errs = append(errs, fmt.Errorf("--record-stream-address: %q is not a loopback address; the stream is unauthenticated, set --record-stream-allow-remote to expose it", o.BindAddress))
+		}
+	}
+	return errs
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

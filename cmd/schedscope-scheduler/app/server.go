@@ -1,0 +1,210 @@
+// Package app is the schedscope-scheduler command: kube-scheduler with every
+// plugin of every profile observed.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/component-base/version/verflag"
+	"k8s.io/klog/v2"
+	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	schedulerserverconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	"k8s.io/kubernetes/pkg/scheduler"
+	kubeschedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/profile"
+
+	"github.com/schedscope/schedscope/pkg/plugins/observe"
+	"github.com/schedscope/schedscope/pkg/stream"
+)
+
+// NewSchedulerCommand returns the kube-scheduler command, with all its flags,
+// that observes every plugin of every profile. registryOptions add
+// out-of-tree plugins, which are observed like in-tree ones.
+func NewSchedulerCommand(registryOptions ...kubeschedulerapp.Option) *cobra.Command {
+	opts := options.NewOptions()
+	recordOpts := NewRecordOptions()
+
+	cmd := &cobra.Command{
+		Use: "schedscope-scheduler",
+		Long: `schedscope-scheduler is kube-scheduler that records every scheduling decision:
+each Filter verdict per node, each Score per node and plugin, the outcome
+of every extension point and the time each step took. It runs the profiles
+of an ordinary KubeSchedulerConfiguration and decides exactly as
+kube-scheduler does with the same configuration.`,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return opts.ComponentGlobalsRegistry.Set()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCommand(cmd, opts, recordOpts, registryOptions...)
+		},
+		Args: func(cmd *cobra.Command, args []string) error {
+			for _, arg := range args {
+				if len(arg) > 0 {
+					return fmt.Errorf("%q does not take any arguments, got %q", cmd.CommandPath(), args)
+				}
+			}
+			return nil
+		},
+	}
+
+	nfs := opts.Flags
+	recordOpts.AddFlags(nfs.FlagSet("schedscope"))
+	verflag.AddFlags(nfs.FlagSet("global"))
+	globalflag.AddGlobalFlags(nfs.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
+	fs := cmd.Flags()
+	for _, f := range nfs.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, *nfs, cols)
+	if err := cmd.MarkFlagFilename("config", "yaml", "yml", "json"); err != nil {
+		klog.Background().Error(err, "Failed to mark flag filename")
+	}
+	return cmd
+}
+
+func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOptions, registryOptions ...kubeschedulerapp.Option) error {
+	verflag.PrintAndExitIfRequested()
+	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(1)
+	}
+	cliflag.PrintFlags(cmd.Flags())
+	if errs := recordOpts.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	if opts.InformerName == nil {
+		informerName, err := cache.NewInformerName("schedscope-scheduler")
+		if err != nil {
+			return err
+		}
+		opts.InformerName = informerName
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-server.SetupSignalHandler()
+		cancel()
+	}()
+
+	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
+	recorder := observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize})
+	cc, sched, err := Setup(ctx, opts, recorder, registryOptions...)
+	if err != nil {
+		return err
+	}
+	fg.(featuregate.MutableFeatureGate).AddMetrics()
+	opts.ComponentGlobalsRegistry.AddMetrics()
+
+	if recordOpts.BindAddress != "" {
+		ln, err := net.Listen("tcp", recordOpts.BindAddress)
+		if err != nil {
+			return fmt.Errorf("--record-stream-address: %w", err)
+		}
+		srv := &http.Server{Handler: streamMux(stream.NewServer(buffer, recordOpts.Bookmark))}
+		go func() {
+			<-ctx.Done()
+			_ = srv.Close()
+		}()
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.FromContext(ctx).Error(err, "Record stream stopped")
+			}
+		}()
+		klog.FromContext(ctx).Info("Serving the record stream", "address", ln.Addr().String(), "path", stream.Path)
+	}
+	go recorder.Run(ctx)
+	return kubeschedulerapp.Run(ctx, cc, sched)
+}
+
+func streamMux(h http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle(stream.Path, h)
+	return mux
+}
+
+// Setup is kube-scheduler's Setup with every plugin of every profile
+// replaced by its observing wrapper, and the scheduler's decisions recorded
+// by recorder. The completed configuration it returns is the user's, as
+// written, so /configz and --write-config-to show the original plugin names.
+func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorder, outOfTreeRegistryOptions ...kubeschedulerapp.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
+	if cfg, err := latest.Default(); err != nil {
+		return nil, nil, err
+	} else {
+		opts.ComponentConfig = cfg
+	}
+	if errs := opts.Validate(); len(errs) > 0 {
+		return nil, nil, utilerrors.NewAggregate(errs)
+	}
+	c, err := opts.Config(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := c.Complete()
+
+	outOfTreeRegistry := make(runtime.Registry)
+	for _, option := range outOfTreeRegistryOptions {
+		if err := option(outOfTreeRegistry); err != nil {
+			return nil, nil, err
+		}
+	}
+	registry, profiles, err := recorder.Observe(outOfTreeRegistry, cc.ComponentConfig.Profiles)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	recorderFactory := func(name string) events.EventRecorderLogger {
+		return cc.EventBroadcaster.NewRecorder(name)
+	}
+	completedProfiles := make([]kubeschedulerconfig.KubeSchedulerProfile, 0)
+	sched, err := scheduler.New(ctx,
+		cc.Client,
+		cc.InformerFactory,
+		cc.DynInformerFactory,
+		profile.RecorderFactory(recorderFactory),
+		scheduler.WithComponentConfigVersion(cc.ComponentConfig.TypeMeta.APIVersion),
+		scheduler.WithKubeConfig(cc.KubeConfig),
+		scheduler.WithProfiles(profiles...),
+		scheduler.WithPercentageOfNodesToScore(cc.ComponentConfig.PercentageOfNodesToScore),
+		scheduler.WithFrameworkOutOfTreeRegistry(registry),
+		scheduler.WithPodMaxBackoffSeconds(cc.ComponentConfig.PodMaxBackoffSeconds),
+		scheduler.WithPodInitialBackoffSeconds(cc.ComponentConfig.PodInitialBackoffSeconds),
+		scheduler.WithPodMaxInUnschedulablePodsDuration(cc.PodMaxInUnschedulablePodsDuration),
+		scheduler.WithExtenders(cc.ComponentConfig.Extenders...),
+		scheduler.WithParallelism(cc.ComponentConfig.Parallelism),
+		scheduler.WithBuildFrameworkCapturer(func(profile kubeschedulerconfig.KubeSchedulerProfile) {
+			completedProfiles = append(completedProfiles, profile)
+		}),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	recorder.Install(sched)
+	if err := options.LogOrWriteConfig(klog.FromContext(ctx), opts.WriteConfigTo, &cc.ComponentConfig, completedProfiles); err != nil {
+		return nil, nil, err
+	}
+	return &cc, sched, nil
+}

@@ -1,0 +1,381 @@
+package observe
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// stateKey is where an attempt lives in the scheduler's CycleState.
+const stateKey fwk.StateKey = "schedscope.io/attempt"
+
+// attempt collects what one scheduling attempt did, while it runs.
+// Fields written from parallel Filter and Score calls are atomic or
+// per-slot; everything else is written by one goroutine at a time, in
+// order (scheduling cycle, then binding cycle), and read by build after
+// finish, which happens after the last write.
+type attempt struct {
+	table  *profileTable
+	pod    *v1.Pod
+	number int
+
+	queued, started, cycleEnd, bindingStart, finished time.Time
+
+	// Per plugin and point: total time and calls.
+	pluginNanos []atomic.Int64
+	pluginCalls []atomic.Int64
+
+	mu             sync.Mutex // guards the lists below (NormalizeScore runs in parallel)
+	points         []record.PointRun
+	pluginStatuses []pluginStatus
+	preFilter      []record.PreFilterRun
+	victims        []record.PodRef
+
+	inPostFilter atomic.Bool
+
+	// Filter verdicts: one slot per node the framework filtered.
+	nodeNames []string
+	verdicts  []verdict
+	nVerdicts atomic.Int32
+
+	preFilterStatus *fwk.Status
+	preFilterResult *fwk.PreFilterResult
+	unresolvedBy    []string
+
+	scores       []fwk.NodePluginScores
+	scored       bool
+	selectedNode string
+	feasible     int
+	evaluated    int
+
+	result        record.Result
+	message       string
+	failedPoint   string
+	nominatedNode string
+	bindCall      time.Duration
+	traceID       string
+}
+
+type verdict struct {
+	node   string
+	status *fwk.Status // nil: passed
+}
+
+type pluginStatus struct {
+	plugin int
+	point  point
+	status *fwk.Status
+	wait   time.Duration
+}
+
+func (a *attempt) Clone() fwk.StateData { return a }
+
+// attemptFrom returns the attempt of a cycle, or nil outside one.
+func attemptFrom(state fwk.CycleState) *attempt {
+	if state == nil {
+		return nil
+	}
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	a, _ := v.(*attempt)
+	return a
+}
+
+var verdictPool = sync.Pool{New: func() any { return []verdict(nil) }}
+
+func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started time.Time, nodeNames []string) *attempt {
+	n := table.numPlugins() * int(numPoints)
+	verdicts := verdictPool.Get().([]verdict)
+	// The nominated node may be filtered twice: first alone, then with all nodes.
+	if need := len(nodeNames) + 1; cap(verdicts) < need {
+		verdicts = make([]verdict, need)
+	}
+	return &attempt{
+		table:       table,
+		pod:         pod,
+		number:      number,
+		queued:      queued,
+		started:     started,
+		pluginNanos: make([]atomic.Int64, n),
+		pluginCalls: make([]atomic.Int64, n),
+		nodeNames:   nodeNames,
+		verdicts:    verdicts[:cap(verdicts)],
+	}
+}
+
+// release returns the attempt's reusable buffers.
+func (a *attempt) release() {
+	if a.verdicts == nil {
+		return
+	}
+	clear(a.verdicts)
+	verdictPool.Put(a.verdicts[:0]) //nolint:staticcheck // a slice header is small enough
+	a.verdicts = nil
+}
+
+func (a *attempt) addPluginTime(plugin int, p point, d time.Duration) {
+	i := plugin*int(numPoints) + int(p)
+	if i >= len(a.pluginNanos) {
+		return
+	}
+	a.pluginNanos[i].Add(int64(d))
+	a.pluginCalls[i].Add(1)
+}
+
+func (a *attempt) setPluginStatus(plugin int, p point, s *fwk.Status) {
+	a.mu.Lock()
+	a.pluginStatuses = append(a.pluginStatuses, pluginStatus{plugin: plugin, point: p, status: s})
+	a.mu.Unlock()
+}
+
+func (a *attempt) setPermitWait(plugin int, wait time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := len(a.pluginStatuses) - 1; i >= 0; i-- {
+		if ps := &a.pluginStatuses[i]; ps.plugin == plugin && ps.point == pointPermit {
+			ps.wait = wait
+			return
+		}
+	}
+}
+
+func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.Status) {
+	run := record.PreFilterRun{Plugin: a.table.plugins[plugin], Code: s.Code().String(), Reasons: s.Reasons()}
+	if !result.AllNodes() {
+		run.NodeNames = sets.List(result.NodeNames)
+	}
+	a.mu.Lock()
+	a.preFilter = append(a.preFilter, run)
+	a.mu.Unlock()
+}
+
+func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
+	run := record.PointRun{Point: p.String(), Duration: time.Since(start), Code: s.Code().String()}
+	if !s.IsSuccess() {
+		run.Plugin = PluginName(s.Plugin())
+		run.Reasons = s.Reasons()
+	}
+	a.mu.Lock()
+	a.points = append(a.points, run)
+	a.mu.Unlock()
+}
+
+// addVerdict records the Filter verdict of one node; it is called from the
+// framework's parallel Filter workers.
+func (a *attempt) addVerdict(node string, s *fwk.Status) {
+	i := int(a.nVerdicts.Add(1)) - 1
+	if i >= len(a.verdicts) {
+		return
+	}
+	if s.IsSuccess() {
+		s = nil
+	}
+	a.verdicts[i] = verdict{node: node, status: s}
+}
+
+func (a *attempt) addVictim(p *v1.Pod) {
+	a.mu.Lock()
+	a.victims = append(a.victims, record.PodRef{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)})
+	a.mu.Unlock()
+}
+
+// build turns the attempt into its record.
+func (a *attempt) build() *record.Attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rec := &record.Attempt{
+		Pod:           record.PodRef{Namespace: a.pod.Namespace, Name: a.pod.Name, UID: string(a.pod.UID)},
+		Profile:       a.table.name,
+		Attempt:       a.number,
+		Result:        a.result,
+		Message:       a.message,
+		FailedPoint:   a.failedPoint,
+		SelectedNode:  a.selectedNode,
+		NominatedNode: a.nominatedNode,
+		Victims:       a.victims,
+		TraceID:       a.traceID,
+		Points:        a.points,
+		PreFilter:     a.preFilter,
+		Timing: record.Timing{
+			Queued:    a.queued,
+			Started:   a.started,
+			Finished:  a.finished,
+			QueueWait: a.started.Sub(a.queued),
+			BindCall:  a.bindCall,
+		},
+	}
+	if !a.cycleEnd.IsZero() {
+		rec.Timing.SchedulingCycle = a.cycleEnd.Sub(a.started)
+	}
+	if !a.bindingStart.IsZero() {
+		rec.Timing.BindingCycle = a.finished.Sub(a.bindingStart)
+	}
+	if a.queued.IsZero() {
+		rec.Timing.QueueWait = 0
+	}
+	rec.Plugins = a.pluginRuns()
+	rec.Filter, rec.Nodes = a.filterVerdicts()
+	rec.Nodes.Feasible = a.feasible
+	rec.Scores = a.scoreBreakdown()
+	return rec
+}
+
+func (a *attempt) pluginRuns() []record.PluginRun {
+	var runs []record.PluginRun
+	index := map[[2]int]int{}
+	for i := range a.pluginCalls {
+		calls := a.pluginCalls[i].Load()
+		if calls == 0 {
+			continue
+		}
+		plugin, p := i/int(numPoints), point(i%int(numPoints))
+		index[[2]int{plugin, int(p)}] = len(runs)
+		runs = append(runs, record.PluginRun{
+			Plugin:   a.table.plugins[plugin],
+			Point:    p.String(),
+			Duration: time.Duration(a.pluginNanos[i].Load()),
+			Calls:    calls,
+		})
+	}
+	for _, ps := range a.pluginStatuses {
+		j, ok := index[[2]int{ps.plugin, int(ps.point)}]
+		if !ok {
+			continue
+		}
+		if ps.point != pointUnreserve && ps.point != pointPostBind {
+			runs[j].Code = ps.status.Code().String()
+			runs[j].Reasons = ps.status.Reasons()
+		}
+		runs[j].PermitWait = ps.wait
+	}
+	return runs
+}
+
+// filterVerdicts groups every node of the snapshot by its Filter verdict.
+func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
+	counts := record.NodeCounts{Total: len(a.nodeNames)}
+	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
+	seen := make(map[string]*fwk.Status, n)
+	for _, v := range a.verdicts[:n] {
+		// A later verdict for the same node (the nominated node, filtered
+		// again with all nodes) wins.
+		seen[v.node] = v.status
+	}
+	counts.Evaluated = len(seen)
+
+	groups := map[string]*record.VerdictGroup{}
+	var order []string
+	add := func(key string, g record.VerdictGroup, node string) {
+		if existing, ok := groups[key]; ok {
+			existing.Nodes = append(existing.Nodes, node)
+			return
+		}
+		g.Nodes = []string{node}
+		groups[key] = &g
+		order = append(order, key)
+	}
+	notEvaluated := a.notEvaluatedReason()
+	for _, node := range a.nodeNames {
+		s, ok := seen[node]
+		switch {
+		case !ok:
+			reason := notEvaluated
+			if reason == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes() && !a.preFilterResult.NodeNames.Has(node) {
+				reason = record.NotEvaluatedPreFilterResult
+			}
+			add("n/"+reason, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: reason}, node)
+		case s == nil:
+			add("p", record.VerdictGroup{Verdict: record.VerdictPassed}, node)
+		default:
+			plugin := PluginName(s.Plugin())
+			add("r/"+plugin+"/"+s.Code().String()+"/"+strings.Join(s.Reasons(), "\x00"),
+				record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: plugin, Code: s.Code().String(), Reasons: s.Reasons()}, node)
+		}
+	}
+	out := make([]record.VerdictGroup, 0, len(order))
+	for _, key := range order {
+		g := groups[key]
+		sort.Strings(g.Nodes)
+		out = append(out, *g)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return verdictRank(out[i]) < verdictRank(out[j]) })
+	return out, counts
+}
+
+func verdictRank(g record.VerdictGroup) int {
+	switch g.Verdict {
+	case record.VerdictPassed:
+		return 0
+	case record.VerdictRejected:
+		return 1
+	}
+	return 2
+}
+
+func (a *attempt) notEvaluatedReason() string {
+	switch {
+	case a.preFilterStatus != nil && !a.preFilterStatus.IsSuccess():
+		return record.NotEvaluatedPreFilterRejected
+	case a.pod.Status.NominatedNodeName != "" && a.feasible == 1 && int(a.nVerdicts.Load()) == 1:
+		return record.NotEvaluatedNominatedNodeFit
+	}
+	return record.NotEvaluatedEnoughFeasible
+}
+
+func (a *attempt) scoreBreakdown() *record.Scores {
+	if !a.scored {
+		if a.result == record.ResultScheduled && a.feasible == 1 {
+			return &record.Scores{SkippedReason: record.ScoringSkippedSingleNode}
+		}
+		return nil
+	}
+	plugins := a.table.scorePlugins
+	index := make(map[string]int, len(plugins))
+	for i, p := range plugins {
+		index[p.Name] = i
+	}
+	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, 0, len(a.scores))}
+	for _, ns := range a.scores {
+		node := record.NodeScore{
+			Node:       ns.Name,
+			Raw:        make([]int64, len(plugins)),
+			Normalized: make([]int64, len(plugins)),
+			Weighted:   make([]int64, len(plugins)),
+			Total:      ns.TotalScore,
+		}
+		for _, s := range ns.RawScores {
+			if i, ok := index[PluginName(s.Name)]; ok {
+				node.Raw[i] = s.Score
+			}
+		}
+		for _, s := range ns.Scores {
+			i, ok := index[PluginName(s.Name)]
+			if !ok {
+				node.Extenders += s.Score
+				continue
+			}
+			node.Weighted[i] = s.Score
+			if w := plugins[i].Weight; w != 0 {
+				node.Normalized[i] = s.Score / w
+			}
+		}
+		out.Nodes = append(out.Nodes, node)
+	}
+	sort.SliceStable(out.Nodes, func(i, j int) bool {
+		if out.Nodes[i].Total != out.Nodes[j].Total {
+			return out.Nodes[i].Total > out.Nodes[j].Total
+		}
+		return out.Nodes[i].Node < out.Nodes[j].Node
+	})
+	return out
+}

@@ -1,0 +1,236 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// Install makes sched record its attempts. Call it after scheduler.New and
+// before the scheduler runs. Each profile's framework is wrapped, so the
+// scheduler's own calls into it are observed; the plugins keep the real
+// framework as their handle, so the Filter calls preemption makes while it
+// simulates evictions stay out of the recorded verdicts.
+func (r *Recorder) Install(sched *scheduler.Scheduler) {
+	for name, f := range sched.Profiles {
+		r.profileTable(name).complete(f.ListPlugins())
+		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r}
+	}
+
+	schedulePod := sched.SchedulePod
+	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
+		a := r.begin(f, state, podInfo)
+		result, err := schedulePod(ctx, f, state, podInfo)
+		a.selectedNode = result.SuggestedHost
+		a.feasible = result.FeasibleNodes
+		a.evaluated = result.EvaluatedNodes
+		var fitErr *framework.FitError
+		if errors.As(err, &fitErr) {
+			a.message = fitErr.Error()
+		}
+		return result, err
+	}
+
+	failure := sched.FailureHandler
+	sched.FailureHandler = func(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, nominatingInfo *fwk.NominatingInfo, start time.Time) {
+		failure(ctx, f, podInfo, status, nominatingInfo, start)
+		r.fail(podInfo.Pod, status, nominatingInfo)
+	}
+}
+
+// begin starts recording an attempt.
+func (r *Recorder) begin(f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) *attempt {
+	var nodes []fwk.NodeInfo
+	if lister := f.SnapshotSharedLister(); lister != nil {
+		nodes, _ = lister.NodeInfos().List()
+	}
+	queued := podInfo.Timestamp
+	a := newAttempt(r.profileTable(f.ProfileName()), podInfo.Pod, podInfo.Attempts, queued, time.Now(), r.nodeNamesOf(nodes))
+	state.Write(stateKey, a)
+	r.inflight.Store(podInfo.Pod.UID, a)
+	return a
+}
+
+// fail ends an attempt the scheduler gave up on.
+func (r *Recorder) fail(pod *v1.Pod, status *fwk.Status, nominatingInfo *fwk.NominatingInfo) {
+	a := r.inflightAttempt(pod.UID)
+	if a == nil {
+		return
+	}
+	now := time.Now()
+	if a.cycleEnd.IsZero() {
+		a.cycleEnd = now
+	}
+	a.finished = now
+	a.result = record.ResultError
+	if status.IsRejected() {
+		a.result = record.ResultUnschedulable
+	}
+	if a.message == "" {
+		a.message = status.Message()
+	}
+	if a.failedPoint == "" {
+		a.failedPoint = failedPoint(a)
+	}
+	if nominatingInfo != nil && nominatingInfo.Mode() == fwk.ModeOverride {
+		a.nominatedNode = nominatingInfo.NominatedNodeName
+	}
+	r.finish(a)
+}
+
+// failedPoint is the last extension point that did not succeed.
+func failedPoint(a *attempt) string {
+	for i := len(a.points) - 1; i >= 0; i-- {
+		if p := a.points[i]; p.Code != fwk.Success.String() && p.Point != record.Unreserve && p.Point != record.PostFilter {
+			return p.Point
+		}
+	}
+	return ""
+}
+
+// observedFramework is a profile's framework as the scheduler sees it: every
+// call passes through unchanged, and the calls that decide are recorded.
+type observedFramework struct {
+	framework.Framework
+	recorder *Recorder
+}
+
+func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
+	start := time.Now()
+	result, s, unresolved := f.Framework.RunPreFilterPlugins(ctx, state, pod)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointPreFilter, start, s)
+		a.preFilterStatus = s
+		a.preFilterResult = result
+		a.unresolvedBy = sets.List(unresolved)
+	}
+	return result, s, unresolved
+}
+
+func (f *observedFramework) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := f.Framework.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo)
+	if a := attemptFrom(state); a != nil {
+		a.addVerdict(nodeInfo.Node().Name, s)
+	}
+	return s
+}
+
+func (f *observedFramework) RunPostFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	start := time.Now()
+	result, s := f.Framework.RunPostFilterPlugins(ctx, state, pod, m)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointPostFilter, start, s)
+	}
+	return result, s
+}
+
+func (f *observedFramework) RunPreScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.RunPreScorePlugins(ctx, state, pod, nodes)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointPreScore, start, s)
+	}
+	return s
+}
+
+func (f *observedFramework) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	start := time.Now()
+	scores, s := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointScore, start, s)
+		a.scores = scores
+		a.scored = s.IsSuccess()
+	}
+	return scores, s
+}
+
+func (f *observedFramework) RunReservePluginsReserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.RunReservePluginsReserve(ctx, state, pod, nodeName)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointReserve, start, s)
+	}
+	return s
+}
+
+func (f *observedFramework) RunReservePluginsUnreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	start := time.Now()
+	f.Framework.RunReservePluginsUnreserve(ctx, state, pod, nodeName)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointUnreserve, start, nil)
+	}
+}
+
+func (f *observedFramework) RunPermitPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]time.Duration, *fwk.Status) {
+	start := time.Now()
+	waits, s := f.Framework.RunPermitPlugins(ctx, state, pod, nodeName)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointPermit, start, s)
+		if s.IsSuccess() || s.IsWait() {
+			a.cycleEnd = time.Now()
+		}
+	}
+	return waits, s
+}
+
+func (f *observedFramework) RunPreBindPreFlights(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if a := attemptFrom(state); a != nil && a.bindingStart.IsZero() {
+		a.bindingStart = time.Now()
+	}
+	return f.Framework.RunPreBindPreFlights(ctx, state, pod, nodeName)
+}
+
+func (f *observedFramework) WaitOnPermit(ctx context.Context, pod *v1.Pod) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.WaitOnPermit(ctx, pod)
+	if a := f.recorder.inflightAttempt(pod.UID); a != nil {
+		if a.bindingStart.IsZero() {
+			a.bindingStart = start
+		}
+		a.addPoint(pointWaitOnPermit, start, s)
+	}
+	return s
+}
+
+func (f *observedFramework) RunPreBindPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.RunPreBindPlugins(ctx, state, pod, nodeName)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointPreBind, start, s)
+	}
+	return s
+}
+
+func (f *observedFramework) RunBindPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.RunBindPlugins(ctx, state, pod, nodeName)
+	if a := attemptFrom(state); a != nil {
+		a.addPoint(pointBind, start, s)
+		a.bindCall = time.Since(start)
+	}
+	return s
+}
+
+// RunPostBindPlugins is the last step of a successful binding cycle, so it
+// finishes the attempt.
+func (f *observedFramework) RunPostBindPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	start := time.Now()
+	f.Framework.RunPostBindPlugins(ctx, state, pod, nodeName)
+	a := attemptFrom(state)
+	if a == nil {
+		return
+	}
+	a.addPoint(pointPostBind, start, nil)
+	a.finished = time.Now()
+	a.result = record.ResultScheduled
+	a.selectedNode = nodeName
+	f.recorder.finish(a)
+}

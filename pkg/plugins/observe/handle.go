@@ -1,0 +1,46 @@
+package observe
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// preemptedReason is the event reason the scheduler gives each preemption victim.
+const preemptedReason = "Preempted"
+
+// observedHandle is the framework handle given to wrapped plugins. It is the
+// real handle, except that its event recorder also tells the Recorder which
+// pods preemption evicted: the scheduler evicts victims asynchronously and
+// reports each one with a Preempted event naming the preemptor.
+type observedHandle struct {
+	fwk.Handle
+	recorder *Recorder
+}
+
+func (h *observedHandle) EventRecorder() events.EventRecorderLogger {
+	return victimRecorder{EventRecorderLogger: h.Handle.EventRecorder(), recorder: h.recorder}
+}
+
+type victimRecorder struct {
+	events.EventRecorderLogger
+	recorder *Recorder
+}
+
+func (v victimRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	v.EventRecorderLogger.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	if reason != preemptedReason {
+		return
+	}
+	victim, ok := regarding.(*v1.Pod)
+	preemptor, ok2 := related.(*v1.Pod)
+	if ok && ok2 {
+		v.recorder.noteVictim(preemptor, victim)
+	}
+}
+
+func (v victimRecorder) WithLogger(logger klog.Logger) events.EventRecorderLogger {
+	return victimRecorder{EventRecorderLogger: v.EventRecorderLogger.WithLogger(logger), recorder: v.recorder}
+}

@@ -1,0 +1,192 @@
+package observe
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// Sink receives every finished record, in the order records are finished.
+type Sink interface {
+	Add(*record.Attempt)
+}
+
+// Options configure a Recorder.
+type Options struct {
+	// Sink receives the records, e.g. a *stream.Buffer.
+	Sink Sink
+	// QueueSize bounds the attempts waiting to be turned into records; when
+	// it is full, further attempts are dropped and counted, so the scheduler
+	// never waits for recording.
+	QueueSize int
+	// VictimGrace is how long an attempt that preempted waits for the
+	// scheduler's asynchronous eviction to report its victims.
+	VictimGrace time.Duration
+	// OnRecord, if set, is called with every record before it reaches Sink.
+	OnRecord func(*record.Attempt)
+}
+
+// Recorder turns the scheduler's attempts into decision records.
+type Recorder struct {
+	opts Options
+
+	mu       sync.Mutex
+	profiles map[string]*profileTable
+
+	// inflight maps a pod UID to its attempt between the start of the
+	// scheduling cycle and the end of the binding cycle.
+	inflight sync.Map
+	finished chan *attempt
+	dropped  atomic.Uint64
+
+	nodes atomic.Pointer[nodeNames]
+}
+
+// NewRecorder returns a Recorder; call Run to start producing records.
+func NewRecorder(opts Options) *Recorder {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4096
+	}
+	if opts.VictimGrace <= 0 {
+		opts.VictimGrace = 500 * time.Millisecond
+	}
+	return &Recorder{
+		opts:     opts,
+		profiles: map[string]*profileTable{},
+		finished: make(chan *attempt, opts.QueueSize),
+	}
+}
+
+// Dropped returns the number of attempts dropped because the record queue was full.
+func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
+
+// QueueLength returns the number of attempts waiting to become records.
+func (r *Recorder) QueueLength() int { return len(r.finished) }
+
+// Run turns finished attempts into records until ctx is done.
+func (r *Recorder) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case a := <-r.finished:
+			rec := a.build()
+			if r.opts.OnRecord != nil {
+				r.opts.OnRecord(rec)
+			}
+			r.opts.Sink.Add(rec)
+			a.release()
+		}
+	}
+}
+
+// finish hands a finished attempt to Run without ever blocking.
+func (r *Recorder) finish(a *attempt) {
+	r.inflight.CompareAndDelete(a.pod.UID, a)
+	if a.nominatedNode != "" {
+		// Victims are evicted asynchronously; give their reports time to arrive.
+		time.AfterFunc(r.opts.VictimGrace, func() { r.enqueue(a) })
+		return
+	}
+	r.enqueue(a)
+}
+
+func (r *Recorder) enqueue(a *attempt) {
+	select {
+	case r.finished <- a:
+	default:
+		r.dropped.Add(1)
+		a.release()
+	}
+}
+
+func (r *Recorder) noteVictim(preemptor, victim *v1.Pod) {
+	v, ok := r.inflight.Load(preemptor.UID)
+	if !ok {
+		klog.V(4).InfoS("Preemption victim reported after its preemptor's record was finished", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim))
+		return
+	}
+	v.(*attempt).addVictim(victim)
+}
+
+// inflightAttempt returns the attempt in flight for a pod.
+func (r *Recorder) inflightAttempt(uid types.UID) *attempt {
+	if v, ok := r.inflight.Load(uid); ok {
+		return v.(*attempt)
+	}
+	return nil
+}
+
+// profileTable numbers the plugins of one profile and knows its score
+// plugins and their weights.
+type profileTable struct {
+	name string
+
+	mu      sync.Mutex
+	plugins []string // original plugin names, by index
+
+	// Set once by complete, read-only after.
+	scorePlugins []record.ScorePlugin
+}
+
+func (r *Recorder) profileTable(name string) *profileTable {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.profiles[name]
+	if !ok {
+		t = &profileTable{name: name}
+		r.profiles[name] = t
+	}
+	return t
+}
+
+func (t *profileTable) add(plugin string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.plugins = append(t.plugins, plugin)
+	return len(t.plugins) - 1
+}
+
+func (t *profileTable) numPlugins() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.plugins)
+}
+
+// complete records the score plugins the framework enabled, with weights.
+func (t *profileTable) complete(enabled *config.Plugins) {
+	for _, p := range enabled.Score.Enabled {
+		t.scorePlugins = append(t.scorePlugins, record.ScorePlugin{Name: PluginName(p.Name), Weight: int64(p.Weight)})
+	}
+}
+
+// nodeNames caches the names of the snapshot's nodes. The snapshot keeps its
+// node list until nodes are added or removed, so the cache is rebuilt only then.
+type nodeNames struct {
+	list  *fwk.NodeInfo // the first element of the snapshot's list
+	names []string
+}
+
+func (r *Recorder) nodeNamesOf(list []fwk.NodeInfo) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	if c := r.nodes.Load(); c != nil && c.list == &list[0] && len(c.names) == len(list) {
+		return c.names
+	}
+	names := make([]string, len(list))
+	for i, n := range list {
+		names[i] = n.Node().Name
+	}
+	r.nodes.Store(&nodeNames{list: &list[0], names: names})
+	return names
+}
