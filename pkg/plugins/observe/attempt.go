@@ -150,7 +150,7 @@ func (a *attempt) setPermitWait(plugin int, wait time.Duration) {
 }
 
 func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.Status) {
-	run := record.PreFilterRun{Plugin: a.table.plugins[plugin], Code: s.Code().String(), Reasons: s.Reasons()}
+	run := record.PreFilterRun{Plugin: a.table.plugins[plugin], Code: s.Code().String(), Reasons: reasons(s)}
 	if !result.AllNodes() {
 		run.NodeNames = sets.List(result.NodeNames)
 	}
@@ -163,7 +163,7 @@ func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
 	run := record.PointRun{Point: p.String(), Duration: time.Since(start), Code: s.Code().String()}
 	if !s.IsSuccess() {
 		run.Plugin = PluginName(s.Plugin())
-		run.Reasons = s.Reasons()
+		run.Reasons = reasons(s)
 	}
 	a.mu.Lock()
 	a.points = append(a.points, run)
@@ -233,12 +233,15 @@ func (a *attempt) build() *record.Attempt {
 func (a *attempt) pluginRuns() []record.PluginRun {
 	var runs []record.PluginRun
 	index := map[[2]int]int{}
-	for i := range a.pluginCalls {
+	// Point by point, in the order the framework runs them.
+	for n := range a.pluginCalls {
+		plugins := len(a.pluginCalls) / int(numPoints)
+		plugin, p := n%plugins, point(n/plugins)
+		i := plugin*int(numPoints) + int(p)
 		calls := a.pluginCalls[i].Load()
 		if calls == 0 {
 			continue
 		}
-		plugin, p := i/int(numPoints), point(i%int(numPoints))
 		index[[2]int{plugin, int(p)}] = len(runs)
 		runs = append(runs, record.PluginRun{
 			Plugin:   a.table.plugins[plugin],
@@ -254,7 +257,7 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 		}
 		if ps.point != pointUnreserve && ps.point != pointPostBind {
 			runs[j].Code = ps.status.Code().String()
-			runs[j].Reasons = ps.status.Reasons()
+			runs[j].Reasons = reasons(ps.status)
 		}
 		runs[j].PermitWait = ps.wait
 	}
@@ -299,7 +302,7 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 		default:
 			plugin := PluginName(s.Plugin())
 			add("r/"+plugin+"/"+s.Code().String()+"/"+strings.Join(s.Reasons(), "\x00"),
-				record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: plugin, Code: s.Code().String(), Reasons: s.Reasons()}, node)
+				record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: plugin, Code: s.Code().String(), Reasons: reasons(s)}, node)
 		}
 	}
 	out := make([]record.VerdictGroup, 0, len(order))
@@ -378,4 +381,12 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		return out.Nodes[i].Node < out.Nodes[j].Node
 	})
 	return out
+}
+
+// reasons returns a status's reasons; a nil status (success) has none.
+func reasons(s *fwk.Status) []string {
+	if s == nil {
+		return nil
+	}
+	return s.Reasons()
 }

@@ -79,14 +79,26 @@ func (r *Recorder) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case a := <-r.finished:
-			rec := a.build()
-			if r.opts.OnRecord != nil {
-				r.opts.OnRecord(rec)
-			}
-			r.opts.Sink.Add(rec)
-			a.release()
+			r.publish(a)
 		}
 	}
+}
+
+// publish builds a's record and hands it on. A failure to build a record is
+// counted as a drop; it never takes the scheduler down.
+func (r *Recorder) publish(a *attempt) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.dropped.Add(1)
+			klog.ErrorS(nil, "Dropped a decision record that could not be built", "pod", klog.KObj(a.pod), "panic", p)
+		}
+	}()
+	rec := a.build()
+	a.release()
+	if r.opts.OnRecord != nil {
+		r.opts.OnRecord(rec)
+	}
+	r.opts.Sink.Add(rec)
 }
 
 // finish hands a finished attempt to Run without ever blocking.

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/klog/v2"
+)
+
+// authenticate returns the caller, or writes 401 and returns nil.
+func authenticate(authn authenticator.Request, w http.ResponseWriter, r *http.Request) user.Info {
+	resp, ok, err := authn.AuthenticateRequest(r)
+	if err != nil {
+		klog.FromContext(r.Context()).V(4).Info("Authentication failed", "err", err)
+	}
+	if err != nil || !ok || resp == nil || resp.User == nil {
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "the request carries no valid credentials")
+		return nil
+	}
+	return resp.User
+}
+
+// authorize returns whether attrs are allowed, writing 403 (or 500 when the
+// authorizer failed) when not.
+func authorize(ctx context.Context, authz authorizer.UnconditionalAuthorizer, w http.ResponseWriter, attrs authorizer.Attributes) bool {
+	decision, reason, err := authz.Authorize(ctx, attrs)
+	if decision == authorizer.DecisionAllow {
+		return true
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Authorization failed", "user", attrs.GetUser().GetName())
+		writeError(w, http.StatusInternalServerError, "InternalError", "authorization failed")
+		return false
+	}
+	msg := forbiddenMessage(attrs)
+	if reason != "" {
+		msg += ": " + reason
+	}
+	writeError(w, http.StatusForbidden, "Forbidden", msg)
+	return false
+}
+
+func forbiddenMessage(a authorizer.Attributes) string {
+	if !a.IsResourceRequest() {
+		return fmt.Sprintf("user %q cannot %s path %q", a.GetUser().GetName(), a.GetVerb(), a.GetPath())
+	}
+	switch {
+	case a.GetName() != "":
+		return fmt.Sprintf("user %q cannot %s %s %q in namespace %q", a.GetUser().GetName(), a.GetVerb(), a.GetResource(), a.GetName(), a.GetNamespace())
+	case a.GetNamespace() != "":
+		return fmt.Sprintf("user %q cannot %s %s in namespace %q", a.GetUser().GetName(), a.GetVerb(), a.GetResource(), a.GetNamespace())
+	default:
+		return fmt.Sprintf("user %q cannot %s %s at the cluster scope", a.GetUser().GetName(), a.GetVerb(), a.GetResource())
+	}
+}
+
+// podAttributes are the attributes of verb on pods (name may be empty).
+func podAttributes(u user.Info, verb, namespace, name string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{
+		User: u, Verb: verb, Namespace: namespace, APIGroup: "", APIVersion: "v1",
+		Resource: "pods", Name: name, ResourceRequest: true,
+	}
+}
+
+func pathAttributes(u user.Info, r *http.Request) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: "get", Path: r.URL.Path}
+}
+
+// WithNonResourceAuth wraps h so that callers must be authenticated and
+// allowed to get the request's path (a non-resource URL), like the /metrics
+// endpoint of Kubernetes components.
+func WithNonResourceAuth(h http.Handler, authn authenticator.Request, authz authorizer.UnconditionalAuthorizer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := authenticate(authn, w, r)
+		if u == nil {
+			return
+		}
+		if !authorize(r.Context(), authz, w, pathAttributes(u, r)) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,334 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/klog/v2"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/explain"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// Prefix is where the API is served.
+const Prefix = "/api/v1/"
+
+// Config configures the API.
+type Config struct {
+	Store store.Reader
+	// Authenticator and Authorizer decide who may see what; in a cluster
+	// they delegate to the kube-apiserver (TokenReview, SubjectAccessReview).
+	Authenticator authenticator.Request
+	Authorizer    authorizer.UnconditionalAuthorizer
+	// Status reports the follower's status for /api/v1/status; may be nil.
+	Status func() any
+	// TraceURL is the trace viewer's base URL (e.g. Jaeger), for clients
+	// to link a record's TraceID; may be empty.
+	TraceURL string
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+type handler struct {
+	Config
+}
+
+// New returns the API handler, serving under Prefix.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Store == nil || cfg.Authenticator == nil || cfg.Authorizer == nil {
+		return nil, errors.New("the API needs a store, an authenticator and an authorizer")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &handler{Config: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
+	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{name}/explain", h.podExplain)
+	mux.HandleFunc("GET /api/v1/pods/{uid}/attempts", h.podAttempts)
+	mux.HandleFunc("GET /api/v1/pods/{uid}/explain", h.podExplain)
+	mux.HandleFunc("GET /api/v1/pods", h.pods(false))
+	mux.HandleFunc("GET /api/v1/pending", h.pods(true))
+	mux.HandleFunc("GET /api/v1/rejections", h.rejections)
+	mux.HandleFunc("GET /api/v1/status", h.status)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return mux, nil
+}
+
+// Error is the body of an error response.
+type Error struct {
+	Code    int    `json:"code"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, code int, reason, msg string) {
+	writeJSON(w, code, Error{Code: code, Reason: reason, Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var pe *ParamError
+	switch {
+	case errors.As(err, &pe):
+		writeError(w, http.StatusBadRequest, "BadRequest", pe.Error())
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NotFound", err.Error())
+	default:
+		klog.FromContext(r.Context()).Error(err, "Serving the explain API", "path", r.URL.Path)
+		writeError(w, http.StatusInternalServerError, "InternalError", "internal error; see the sidecar's log")
+	}
+}
+
+// selectPod authenticates the caller, checks that it may get the pod named
+// by the path and returns the pod's selector; it has written the response
+// when ok is false.
+func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.PodSelector, ok bool) {
+	u := authenticate(h.Authenticator, w, r)
+	if u == nil {
+		return sel, false
+	}
+	ctx := r.Context()
+	if uid := r.PathValue("uid"); uid != "" || r.PathValue("namespace") == "" {
+		if err := validateUID(uid); err != nil {
+			h.fail(w, r, err)
+			return sel, false
+		}
+		// The UID must be resolved to a name before it can be authorized.
+		// A caller learns that a UID exists only if it may get the pod.
+		latest, err := h.Store.Attempts(ctx, store.PodSelector{UID: uid}, 1)
+		if err != nil {
+			h.fail(w, r, err)
+			return sel, false
+		}
+		if len(latest) == 0 {
+			writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no attempts recorded for pod UID %q", uid))
+			return sel, false
+		}
+		pod := latest[0].Pod
+		if !authorize(ctx, h.Authorizer, w, podAttributes(u, "get", pod.Namespace, pod.Name)) {
+			return sel, false
+		}
+		return store.PodSelector{UID: uid}, true
+	}
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	if err := validatePod(ns, name); err != nil {
+		h.fail(w, r, err)
+		return sel, false
+	}
+	if !authorize(ctx, h.Authorizer, w, podAttributes(u, "get", ns, name)) {
+		return sel, false
+	}
+	return store.PodSelector{Namespace: ns, Name: name}, true
+}
+
+func describe(sel store.PodSelector) string {
+	if sel.UID != "" {
+		return fmt.Sprintf("pod UID %q", sel.UID)
+	}
+	return fmt.Sprintf("pod %s/%s", sel.Namespace, sel.Name)
+}
+
+// AttemptList is the response of the attempts endpoints.
+type AttemptList struct {
+	Items []store.AttemptSummary `json:"items"`
+}
+
+func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
+	sel, ok := h.selectPod(w, r)
+	if !ok {
+		return
+	}
+	limit, err := ParseLimit(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	items, err := h.Store.Attempts(r.Context(), sel, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if len(items) == 0 {
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no attempts recorded for %s", describe(sel)))
+		return
+	}
+	writeJSON(w, http.StatusOK, AttemptList{Items: items})
+}
+
+func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
+	sel, ok := h.selectPod(w, r)
+	if !ok {
+		return
+	}
+	p, err := ParseExplainParams(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	a, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
+	if errors.Is(err, store.ErrNotFound) {
+		msg := fmt.Sprintf("no attempts recorded for %s", describe(sel))
+		if p.Attempt > 0 {
+			msg = fmt.Sprintf("no attempt %d recorded for %s", p.Attempt, describe(sel))
+		}
+		writeError(w, http.StatusNotFound, "NotFound", msg)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if p.Node != "" {
+		ans, ok := explain.Node(a, p.Node)
+		if !ok {
+			writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("node %q was not part of attempt %d of %s", p.Node, a.Attempt, describe(sel)))
+			return
+		}
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
+	if p.Group != explain.AllGroups {
+		if e := explain.Explain(a, explain.Options{Group: explain.AllGroups, Limit: 1}); p.Group >= len(e.Groups) {
+			h.fail(w, r, paramErr(ParamGroup, fmt.Sprint(p.Group), "attempt %d has %d groups", a.Attempt, len(e.Groups)))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, explain.Explain(a, p.Options))
+}
+
+// allowedNamespaces returns nil when the caller may list pods in every
+// namespace, else the namespaces with stored pods in which it may.
+func (h *handler) allowedNamespaces(ctx context.Context, u user.Info) ([]string, error) {
+	if d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", "", "")); err == nil && d == authorizer.DecisionAllow {
+		return nil, nil
+	}
+	nss, err := h.Store.Namespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	allowed := []string{}
+	for _, ns := range nss {
+		d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", ns, ""))
+		if err != nil {
+			return nil, fmt.Errorf("authorizing list of pods in %q: %w", ns, err)
+		}
+		if d == authorizer.DecisionAllow {
+			allowed = append(allowed, ns)
+		}
+	}
+	return allowed, nil
+}
+
+// PodList is the response of the pods and pending endpoints.
+type PodList struct {
+	// Restricted is true when the caller may not list pods cluster-wide:
+	// the result holds only the Namespaces in which it may.
+	Restricted bool              `json:"restricted,omitempty"`
+	Namespaces []string          `json:"namespaces,omitempty"`
+	Items      []store.PodStatus `json:"items"`
+}
+
+func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u := authenticate(h.Authenticator, w, r)
+		if u == nil {
+			return
+		}
+		limit, err := ParseLimit(r.URL.Query())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		nss, err := h.allowedNamespaces(r.Context(), u)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		items, err := h.Store.Pods(r.Context(), store.PodListOptions{PendingOnly: pendingOnly, Namespaces: nss, Limit: limit})
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, PodList{Restricted: nss != nil, Namespaces: nss, Items: items})
+	}
+}
+
+// RejectionList is the response of the rejections endpoint.
+type RejectionList struct {
+	By         string                 `json:"by"`
+	Since      time.Time              `json:"since"`
+	Until      time.Time              `json:"until,omitzero"`
+	Restricted bool                   `json:"restricted,omitempty"`
+	Namespaces []string               `json:"namespaces,omitempty"`
+	Items      []store.RejectionCount `json:"items"`
+}
+
+func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
+	u := authenticate(h.Authenticator, w, r)
+	if u == nil {
+		return
+	}
+	rq, err := ParseRejectionParams(r.URL.Query(), h.Now())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if rq.Namespaces, err = h.allowedNamespaces(r.Context(), u); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	items, err := h.Store.Rejections(r.Context(), rq)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items})
+}
+
+// Status is the response of the status endpoint.
+type Status struct {
+	Follower any         `json:"follower,omitempty"`
+	Store    store.Stats `json:"store"`
+	TraceURL string      `json:"traceURL,omitempty"`
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	u := authenticate(h.Authenticator, w, r)
+	if u == nil {
+		return
+	}
+	if !authorize(r.Context(), h.Authorizer, w, pathAttributes(u, r)) {
+		return
+	}
+	if err := checkKnown(r.URL.Query()); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	st, err := h.Store.Stats(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	s := Status{Store: st, TraceURL: h.TraceURL}
+	if h.Status != nil {
+		s.Follower = h.Status()
+	}
+	writeJSON(w, http.StatusOK, s)
+}

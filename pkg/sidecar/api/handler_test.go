@@ -1,0 +1,309 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+)
+
+// fakeAuthn authenticates "Authorization: Bearer <user>".
+var fakeAuthn = authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+	name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || name == "" {
+		return nil, false, nil
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: name}}, true, nil
+})
+
+// fakeAuthz allows what rules lists, as "user verb namespace/name" for
+// pods ("*" matches all namespaces or names) and "user get /path" for
+// paths, and records what it was asked.
+type fakeAuthz struct {
+	rules []string
+	mu    sync.Mutex
+	asked []string
+}
+
+func attrString(a authorizer.Attributes) string {
+	if !a.IsResourceRequest() {
+		return fmt.Sprintf("%s %s %s", a.GetUser().GetName(), a.GetVerb(), a.GetPath())
+	}
+	return fmt.Sprintf("%s %s %s/%s/%s", a.GetUser().GetName(), a.GetVerb(), a.GetResource(), a.GetNamespace(), a.GetName())
+}
+
+func (f *fakeAuthz) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	f.mu.Lock()
+	f.asked = append(f.asked, attrString(a))
+	f.mu.Unlock()
+	for _, rule := range f.rules {
+		parts := strings.SplitN(rule, " ", 3)
+		if parts[0] != a.GetUser().GetName() || parts[1] != a.GetVerb() {
+			continue
+		}
+		if !a.IsResourceRequest() {
+			if parts[2] == a.GetPath() {
+				return authorizer.DecisionAllow, "", nil
+			}
+			continue
+		}
+		if a.GetResource() != "pods" || a.GetAPIGroup() != "" {
+			continue
+		}
+		ns, name, _ := strings.Cut(parts[2], "/")
+		if (ns == "*" || ns == a.GetNamespace()) && (name == "*" || name == a.GetName()) {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	return authorizer.DecisionNoOpinion, "no rule allows it", nil
+}
+
+func fixture() []*record.Attempt {
+	t0 := recordtest.Base
+	as := []*record.Attempt{
+		recordtest.MakeAttempt("team-a", "web", "uid-web").Finished(t0).Unschedulable("0/3 nodes are available").
+			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+			Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj(),
+		recordtest.MakeAttempt("team-a", "web", "uid-web").Number(2).Finished(t0.Add(time.Second)).
+			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+			Passed("n1", "n2").Scores([]string{"NodeResourcesFit"}, map[string][]int64{"n1": {80}, "n2": {20}}).Scheduled("n1").Obj(),
+		recordtest.MakeAttempt("team-b", "db", "uid-db").Finished(t0.Add(2*time.Second)).Unschedulable("0/3 nodes are available").
+			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "n1", "n2", "tainted-node").Obj(),
+	}
+	for i, a := range as {
+		a.Seq = uint64(i + 1)
+	}
+	return as
+}
+
+type env struct {
+	srv   *httptest.Server
+	authz *fakeAuthz
+}
+
+func newEnv(t *testing.T, rules ...string) *env {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	authz := &fakeAuthz{rules: rules}
+	h, err := New(Config{
+		Store: st, Authenticator: fakeAuthn, Authorizer: authz,
+		Status: func() any { return map[string]int{"relists": 7} },
+		Now:    func() time.Time { return recordtest.Base.Add(time.Minute) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &env{srv: srv, authz: authz}
+}
+
+func (e *env) get(t *testing.T, user, path string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func TestPodEndpoints(t *testing.T) {
+	e := newEnv(t, "alice get team-a/web", "alice get team-b/ghost", "bob get team-b/*")
+	tests := []struct {
+		name     string
+		user     string
+		path     string
+		wantCode int
+		wantBody []string
+	}{
+		{name: "no credentials", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 401, wantBody: []string{"Unauthorized"}},
+		{name: "forbidden", user: "bob", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 403, wantBody: []string{`user \"bob\" cannot get pods \"web\" in namespace \"team-a\"`}},
+		{name: "attempts", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 200, wantBody: []string{`"attempt":2`, `"attempt":1`, `"selectedNode":"n1"`}},
+		{name: "unknown pod", user: "alice", path: "/api/v1/namespaces/team-b/pods/ghost/attempts", wantCode: 404, wantBody: []string{"no attempts recorded for pod team-b/ghost"}},
+		{name: "unknown pod, no permission", user: "alice", path: "/api/v1/namespaces/team-b/pods/other/explain", wantCode: 403},
+		{name: "bad namespace", user: "alice", path: "/api/v1/namespaces/Team_A/pods/web/attempts", wantCode: 400, wantBody: []string{`parameter \"namespace\"`}},
+		{name: "bad limit", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts?limit=0", wantCode: 400, wantBody: []string{`parameter \"limit\"`}},
+		{name: "unknown parameter", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts?limt=3", wantCode: 400, wantBody: []string{`parameter \"limt\": unknown parameter`}},
+		{name: "explain latest", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain", wantCode: 200, wantBody: []string{`"attempt":2`, `"chosen":true`, `"filterPlugins":["TaintToleration"]`}},
+		{name: "explain first attempt", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?attempt=1", wantCode: 200, wantBody: []string{`"attempt":1`, `"result":"unschedulable"`}},
+		{name: "explain unknown attempt", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?attempt=9", wantCode: 404, wantBody: []string{"no attempt 9"}},
+		{name: "why not node", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=tainted-node", wantCode: 200, wantBody: []string{"rejected at Filter by TaintToleration"}},
+		{name: "why not unknown node", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=n9", wantCode: 404, wantBody: []string{`node \"n9\" was not part of attempt 2`}},
+		{name: "node with paging", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=n1&limit=5", wantCode: 400, wantBody: []string{`parameter \"limit\": cannot be combined with \"node\"`}},
+		{name: "group out of range", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?group=9", wantCode: 400, wantBody: []string{`parameter \"group\": attempt 2 has 2 groups`}},
+		{name: "page", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?offset=1&limit=1", wantCode: 200, wantBody: []string{`"rows":[{"node":"n2"`, `"totalRows":3`}},
+		{name: "by uid", user: "bob", path: "/api/v1/pods/uid-db/explain", wantCode: 200, wantBody: []string{`"name":"db"`}},
+		{name: "by uid forbidden", user: "bob", path: "/api/v1/pods/uid-web/attempts", wantCode: 403},
+		{name: "by unknown uid", user: "bob", path: "/api/v1/pods/uid-nope/attempts", wantCode: 404},
+		{name: "bad uid", user: "bob", path: "/api/v1/pods/uid%20x/attempts", wantCode: 400, wantBody: []string{`parameter \"uid\"`}},
+		{name: "unknown endpoint", user: "bob", path: "/api/v1/nodes", wantCode: 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := e.get(t, tt.user, tt.path)
+			if code != tt.wantCode {
+				t.Errorf("status %d, want %d; body %s", code, tt.wantCode, body)
+			}
+			for _, w := range tt.wantBody {
+				if !strings.Contains(string(body), w) {
+					t.Errorf("body %s does not contain %s", body, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
+	e := newEnv(t, "alice get team-a/web")
+	if code, body := e.get(t, "alice", "/api/v1/namespaces/team-a/pods/web/explain"); code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	if diff := cmp.Diff([]string{"alice get pods/team-a/web"}, e.authz.asked); diff != "" {
+		t.Errorf("authorization checks (-want +got):\n%s", diff)
+	}
+}
+
+func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
+	e := newEnv(t, "admin list */", "alice list team-a/", "admin get /api/v1/status")
+	tests := []struct {
+		name     string
+		user     string
+		path     string
+		wantCode int
+		want     []string
+		wantNS   []string
+	}{
+		{name: "pending, cluster-wide", user: "admin", path: "/api/v1/pending", wantCode: 200, want: []string{"team-b/db"}},
+		{name: "pods, cluster-wide", user: "admin", path: "/api/v1/pods", wantCode: 200, want: []string{"team-b/db", "team-a/web"}},
+		{name: "pods, one namespace", user: "alice", path: "/api/v1/pods", wantCode: 200, want: []string{"team-a/web"}, wantNS: []string{"team-a"}},
+		{name: "pending, one namespace", user: "alice", path: "/api/v1/pending", wantCode: 200, wantNS: []string{"team-a"}},
+		{name: "pending, no namespace", user: "carol", path: "/api/v1/pending", wantCode: 200},
+		{name: "pending, anonymous", path: "/api/v1/pending", wantCode: 401},
+		{name: "pending, bad limit", user: "admin", path: "/api/v1/pending?limit=x", wantCode: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := e.get(t, tt.user, tt.path)
+			if code != tt.wantCode {
+				t.Fatalf("status %d, want %d; body %s", code, tt.wantCode, body)
+			}
+			if code != 200 {
+				return
+			}
+			var list PodList
+			if err := json.Unmarshal(body, &list); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range list.Items {
+				got = append(got, p.Pod.Namespace+"/"+p.Pod.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+			if want := tt.user != "admin"; list.Restricted != want {
+				t.Errorf("restricted %v, want %v", list.Restricted, want)
+			}
+			if diff := cmp.Diff(tt.wantNS, list.Namespaces); diff != "" {
+				t.Errorf("namespaces (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRejectionsEndpoint(t *testing.T) {
+	e := newEnv(t, "admin list */", "alice list team-b/")
+	tests := []struct {
+		name     string
+		user     string
+		path     string
+		wantCode int
+		want     []store.RejectionCount
+		wantBody string
+	}{
+		{
+			name: "by plugin", user: "admin", path: "/api/v1/rejections?by=plugin&since=1h", wantCode: 200,
+			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}},
+		},
+		{
+			name: "by node, one namespace", user: "alice", path: "/api/v1/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
+			want: []store.RejectionCount{{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"NodeAffinity": 1}}},
+		},
+		{
+			name: "window excludes", user: "admin", path: "/api/v1/rejections?by=plugin&since=10s", wantCode: 200,
+			want: []store.RejectionCount{},
+		},
+		{name: "missing by", user: "admin", path: "/api/v1/rejections", wantCode: 400, wantBody: `parameter \"by\": required`},
+		{name: "bad by", user: "admin", path: "/api/v1/rejections?by=pod", wantCode: 400, wantBody: `parameter \"by\"`},
+		{name: "bad since", user: "admin", path: "/api/v1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
+		{name: "since after until", user: "admin", path: "/api/v1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
+		{name: "no credentials", path: "/api/v1/rejections?by=node", wantCode: 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := e.get(t, tt.user, tt.path)
+			if code != tt.wantCode {
+				t.Fatalf("status %d, want %d; body %s", code, tt.wantCode, body)
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body %s does not contain %s", body, tt.wantBody)
+			}
+			if code != 200 {
+				return
+			}
+			var list RejectionList
+			if err := json.Unmarshal(body, &list); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, list.Items); diff != "" {
+				t.Errorf("rejections (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStatusEndpoint(t *testing.T) {
+	e := newEnv(t, "admin get /api/v1/status")
+	if code, _ := e.get(t, "alice", "/api/v1/status"); code != 403 {
+		t.Errorf("status %d for a caller without the path permission, want 403", code)
+	}
+	code, body := e.get(t, "admin", "/api/v1/status")
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	for _, w := range []string{`"relists":7`, `"attempts":3`} {
+		if !strings.Contains(string(body), w) {
+			t.Errorf("body %s does not contain %s", body, w)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package api
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/explain"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// Query parameters.
+const (
+	ParamLimit   = "limit"
+	ParamOffset  = "offset"
+	ParamAttempt = "attempt"
+	ParamNode    = "node"
+	ParamGroup   = "group"
+	ParamBy      = "by"
+	ParamSince   = "since"
+	ParamUntil   = "until"
+)
+
+// Bounds of the limit parameters.
+const (
+	DefaultLimit    = 100
+	MaxLimit        = 10000
+	MaxRejectionAge = 366 * 24 * time.Hour
+)
+
+// ParamError is a bad request parameter.
+type ParamError struct {
+	Param string
+	Value string
+	Msg   string
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("parameter %q: %s", e.Param, e.Msg)
+}
+
+func paramErr(param, value, format string, args ...any) *ParamError {
+	return &ParamError{Param: param, Value: value, Msg: fmt.Sprintf(format, args...)}
+}
+
+// checkKnown rejects parameters the endpoint does not take and repeated ones.
+func checkKnown(q url.Values, known ...string) error {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		found := false
+		for _, kn := range known {
+			if k == kn {
+				found = true
+				break
+			}
+		}
+		if k == "" {
+			return paramErr("(empty name)", "", "a parameter has an empty name")
+		}
+		if !found {
+			if len(known) == 0 {
+				return paramErr(k, "", "unknown parameter; this endpoint takes none")
+			}
+			return paramErr(k, "", "unknown parameter; this endpoint takes %s", strings.Join(known, ", "))
+		}
+		if len(q[k]) > 1 {
+			return paramErr(k, "", "given %d times, at most once allowed", len(q[k]))
+		}
+	}
+	return nil
+}
+
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, paramErr(name, v, "%q is not an integer", v)
+	}
+	if n < lo || n > hi {
+		return 0, paramErr(name, v, "%d is out of range [%d, %d]", n, lo, hi)
+	}
+	return n, nil
+}
+
+// ParseLimit parses the parameters of the attempts and pod list endpoints.
+func ParseLimit(q url.Values) (int, error) {
+	if err := checkKnown(q, ParamLimit); err != nil {
+		return 0, err
+	}
+	return intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit)
+}
+
+// ExplainParams are the parameters of the explain endpoint.
+type ExplainParams struct {
+	// Attempt is the attempt number; 0 means the latest.
+	Attempt int
+	// Node asks why the pod did (not) land on this node.
+	Node string
+	explain.Options
+}
+
+// ParseExplainParams parses the parameters of the explain endpoint.
+func ParseExplainParams(q url.Values) (ExplainParams, error) {
+	p := ExplainParams{}
+	if err := checkKnown(q, ParamAttempt, ParamNode, ParamGroup, ParamOffset, ParamLimit); err != nil {
+		return p, err
+	}
+	var err error
+	if p.Attempt, err = intParam(q, ParamAttempt, 0, 1, 1<<30); err != nil {
+		return p, err
+	}
+	if p.Group, err = intParam(q, ParamGroup, explain.AllGroups, 0, 1<<20); err != nil {
+		return p, err
+	}
+	if p.Offset, err = intParam(q, ParamOffset, 0, 0, 1<<30); err != nil {
+		return p, err
+	}
+	if p.Limit, err = intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit); err != nil {
+		return p, err
+	}
+	if _, ok := q[ParamNode]; ok {
+		p.Node = q.Get(ParamNode)
+		if errs := validation.IsDNS1123Subdomain(p.Node); len(errs) > 0 {
+			return p, paramErr(ParamNode, p.Node, "%q is not a node name: %s", p.Node, strings.Join(errs, "; "))
+		}
+		for _, k := range []string{ParamGroup, ParamOffset, ParamLimit} {
+			if q.Has(k) {
+				return p, paramErr(k, q.Get(k), "cannot be combined with %q", ParamNode)
+			}
+		}
+	}
+	return p, nil
+}
+
+// ParseRejectionParams parses the parameters of the rejections endpoint.
+// since and until are durations before now ("1h") or RFC 3339 times;
+// since defaults to one hour before now.
+func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, error) {
+	rq := store.RejectionQuery{}
+	if err := checkKnown(q, ParamBy, ParamSince, ParamUntil, ParamLimit); err != nil {
+		return rq, err
+	}
+	switch by := q.Get(ParamBy); by {
+	case store.ByPlugin, store.ByNode:
+		rq.By = by
+	case "":
+		return rq, paramErr(ParamBy, by, "required: %q or %q", store.ByPlugin, store.ByNode)
+	default:
+		return rq, paramErr(ParamBy, by, "%q is not %q or %q", by, store.ByPlugin, store.ByNode)
+	}
+	var err error
+	if rq.Since, err = timeParam(q, ParamSince, now, now.Add(-time.Hour)); err != nil {
+		return rq, err
+	}
+	if rq.Until, err = timeParam(q, ParamUntil, now, time.Time{}); err != nil {
+		return rq, err
+	}
+	if !rq.Until.IsZero() && !rq.Since.Before(rq.Until) {
+		return rq, paramErr(ParamSince, q.Get(ParamSince), "must be before %q (%s)", ParamUntil, rq.Until.Format(time.RFC3339))
+	}
+	if rq.Limit, err = intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit); err != nil {
+		return rq, err
+	}
+	return rq, nil
+}
+
+func timeParam(q url.Values, name string, now, def time.Time) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < 0 || d > MaxRejectionAge {
+			return time.Time{}, paramErr(name, v, "duration %s is out of range [0, %s]", v, MaxRejectionAge)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, paramErr(name, v, "%q is neither a duration (1h30m) nor an RFC 3339 time", v)
+	}
+	return t, nil
+}
+
+// validatePod checks a namespace and pod name from the path.
+func validatePod(namespace, name string) error {
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return paramErr("namespace", namespace, "%q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return paramErr("name", name, "%q is not a pod name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func validateUID(uid string) error {
+	if uid == "" || len(uid) > 128 {
+		return paramErr("uid", uid, "must be 1 to 128 characters")
+	}
+	for _, r := range uid {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return paramErr("uid", uid, "%q is not a UID", uid)
+		}
+	}
+	return nil
+}

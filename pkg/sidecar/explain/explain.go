@@ -1,0 +1,290 @@
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// AllGroups selects the rows of every group.
+const AllGroups = -1
+
+// Options select a page of rows.
+type Options struct {
+	// Group keeps the rows of one verdict group (an index into Groups), or
+	// AllGroups.
+	Group int
+	// Offset and Limit select the page; Limit 0 means every row.
+	Offset, Limit int
+}
+
+// Explanation is a scheduling attempt laid out for reading.
+type Explanation struct {
+	Pod           record.PodRef     `json:"pod"`
+	Profile       string            `json:"profile"`
+	Attempt       int               `json:"attempt"`
+	Seq           uint64            `json:"seq"`
+	Result        record.Result     `json:"result"`
+	Message       string            `json:"message,omitempty"`
+	FailedPoint   string            `json:"failedPoint,omitempty"`
+	SelectedNode  string            `json:"selectedNode,omitempty"`
+	NominatedNode string            `json:"nominatedNode,omitempty"`
+	TraceID       string            `json:"traceID,omitempty"`
+	Timing        record.Timing     `json:"timing"`
+	Points        []record.PointRun `json:"points,omitempty"`
+	Nodes         record.NodeCounts `json:"nodes"`
+
+	// FilterPlugins are the plugins that rejected at least one node.
+	FilterPlugins []string `json:"filterPlugins"`
+	// ScorePlugins are the columns of NodeRow.Scores.
+	ScorePlugins []record.ScorePlugin `json:"scorePlugins"`
+	// ScoringSkipped says why nodes were not scored, if they were not.
+	ScoringSkipped string `json:"scoringSkipped,omitempty"`
+	// Groups are the nodes grouped by identical verdict, in row order.
+	Groups []Group `json:"groups"`
+
+	// Rows is the requested page of nodes.
+	Rows []NodeRow `json:"rows"`
+	// TotalRows is the number of rows the page was taken from.
+	TotalRows int `json:"totalRows"`
+	Offset    int `json:"offset"`
+	Limit     int `json:"limit"`
+}
+
+// Group is a set of nodes with the same Filter verdict.
+type Group struct {
+	Index              int      `json:"index"`
+	Verdict            string   `json:"verdict"`
+	Plugin             string   `json:"plugin,omitempty"`
+	Reasons            []string `json:"reasons,omitempty"`
+	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
+	Nodes              int      `json:"nodes"`
+	// HasChosen is true for the group holding the chosen node.
+	HasChosen bool `json:"hasChosen,omitempty"`
+}
+
+// NodeRow is one node of the matrix.
+type NodeRow struct {
+	Node   string `json:"node"`
+	Group  int    `json:"group"`
+	Chosen bool   `json:"chosen,omitempty"`
+	// Verdict is the Filter verdict.
+	Verdict            string   `json:"verdict"`
+	Plugin             string   `json:"plugin,omitempty"`
+	Reasons            []string `json:"reasons,omitempty"`
+	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
+	// Rank is the node's place by total score (1 is best); 0 if unscored.
+	Rank int `json:"rank,omitempty"`
+	// Scores are the weighted scores, one per ScorePlugin; nil if unscored.
+	Scores []int64 `json:"scores,omitempty"`
+	Total  *int64  `json:"total,omitempty"`
+}
+
+// NodeAnswer explains the fate of one node.
+type NodeAnswer struct {
+	Pod          record.PodRef `json:"pod"`
+	Attempt      int           `json:"attempt"`
+	Result       record.Result `json:"result"`
+	SelectedNode string        `json:"selectedNode,omitempty"`
+	Row          NodeRow       `json:"row"`
+	// Why is a sentence saying why the pod did (not) land on the node.
+	Why string `json:"why"`
+}
+
+type layout struct {
+	groups []Group
+	rows   []NodeRow
+	scores map[string]*record.NodeScore
+	ranks  map[string]int
+	byNode map[string]int // row index
+}
+
+func verdictOrder(g record.VerdictGroup) int {
+	switch g.Verdict {
+	case record.VerdictPassed:
+		return 0
+	case record.VerdictRejected:
+		return 1
+	default:
+		return 2
+	}
+}
+
+func build(a *record.Attempt) *layout {
+	l := &layout{scores: map[string]*record.NodeScore{}, ranks: map[string]int{}, byNode: map[string]int{}}
+	if a.Scores != nil {
+		for i := range a.Scores.Nodes {
+			ns := &a.Scores.Nodes[i]
+			l.scores[ns.Node] = ns
+			l.ranks[ns.Node] = i + 1
+		}
+	}
+	filter := append([]record.VerdictGroup(nil), a.Filter...)
+	sort.SliceStable(filter, func(i, j int) bool {
+		oi, oj := verdictOrder(filter[i]), verdictOrder(filter[j])
+		if oi != oj {
+			return oi < oj
+		}
+		if filter[i].Plugin != filter[j].Plugin {
+			return filter[i].Plugin < filter[j].Plugin
+		}
+		return strings.Join(filter[i].Reasons, "\n") < strings.Join(filter[j].Reasons, "\n")
+	})
+	var chosen *NodeRow
+	var scored, unscored, rest []NodeRow
+	for gi, g := range filter {
+		grp := Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: len(g.Nodes)}
+		for _, n := range g.Nodes {
+			row := NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason}
+			if s, ok := l.scores[n]; ok {
+				row.Rank = l.ranks[n]
+				row.Scores = s.Weighted
+				total := s.Total
+				row.Total = &total
+			}
+			switch {
+			case n == a.SelectedNode && a.SelectedNode != "":
+				row.Chosen = true
+				grp.HasChosen = true
+				r := row
+				chosen = &r
+			case row.Rank > 0:
+				scored = append(scored, row)
+			case g.Verdict == record.VerdictPassed:
+				unscored = append(unscored, row)
+			default:
+				rest = append(rest, row)
+			}
+		}
+		l.groups = append(l.groups, grp)
+	}
+	sort.SliceStable(scored, func(i, j int) bool { return scored[i].Rank < scored[j].Rank })
+	if chosen != nil {
+		l.rows = append(l.rows, *chosen)
+	}
+	l.rows = append(l.rows, scored...)
+	l.rows = append(l.rows, unscored...)
+	l.rows = append(l.rows, rest...)
+	for i, r := range l.rows {
+		l.byNode[r.Node] = i
+	}
+	return l
+}
+
+// Explain lays out attempt a and returns the page of rows opts selects.
+func Explain(a *record.Attempt, opts Options) *Explanation {
+	l := build(a)
+	e := &Explanation{
+		Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Seq: a.Seq, Result: a.Result, Message: a.Message,
+		FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
+		TraceID: a.TraceID, Timing: a.Timing, Points: a.Points, Nodes: a.Nodes,
+		FilterPlugins: []string{}, ScorePlugins: []record.ScorePlugin{}, Groups: l.groups,
+		Offset: opts.Offset, Limit: opts.Limit,
+	}
+	if e.Groups == nil {
+		e.Groups = []Group{}
+	}
+	seen := map[string]bool{}
+	for _, g := range l.groups {
+		if g.Verdict == record.VerdictRejected && !seen[g.Plugin] {
+			seen[g.Plugin] = true
+			e.FilterPlugins = append(e.FilterPlugins, g.Plugin)
+		}
+	}
+	if a.Scores != nil {
+		e.ScorePlugins = append(e.ScorePlugins, a.Scores.Plugins...)
+		e.ScoringSkipped = a.Scores.SkippedReason
+	}
+	rows := l.rows
+	if opts.Group != AllGroups {
+		rows = nil
+		for _, r := range l.rows {
+			if r.Group == opts.Group {
+				rows = append(rows, r)
+			}
+		}
+	}
+	e.TotalRows = len(rows)
+	start := min(opts.Offset, len(rows))
+	end := len(rows)
+	if opts.Limit > 0 {
+		end = min(start+opts.Limit, len(rows))
+	}
+	e.Rows = append([]NodeRow{}, rows[start:end]...)
+	return e
+}
+
+// Node explains the fate of one node; ok is false when the node was not
+// part of the attempt.
+func Node(a *record.Attempt, node string) (ans *NodeAnswer, ok bool) {
+	l := build(a)
+	i, ok := l.byNode[node]
+	if !ok {
+		return nil, false
+	}
+	row := l.rows[i]
+	ans = &NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode, Row: row}
+	switch {
+	case row.Chosen:
+		ans.Why = fmt.Sprintf("node %s was chosen", node)
+		if row.Total != nil {
+			ans.Why += fmt.Sprintf(" with the best total score %d of %d scored nodes", *row.Total, len(l.scores))
+		}
+		if a.Result != record.ResultScheduled {
+			ans.Why += fmt.Sprintf(", but the attempt then failed at %s: %s", a.FailedPoint, a.Message)
+		}
+	case row.Verdict == record.VerdictRejected:
+		ans.Why = fmt.Sprintf("node %s was rejected at Filter by %s", node, row.Plugin)
+		if len(row.Reasons) > 0 {
+			ans.Why += ": " + strings.Join(row.Reasons, "; ")
+		}
+	case row.Verdict == record.VerdictNotEvaluated:
+		ans.Why = fmt.Sprintf("node %s was not evaluated: %s", node, row.NotEvaluatedReason)
+	case row.Total != nil:
+		ans.Why = fmt.Sprintf("node %s passed every filter but ranked %d of %d with total score %d", node, row.Rank, len(l.scores), *row.Total)
+		if c, ok := l.scores[a.SelectedNode]; ok {
+			ans.Why += fmt.Sprintf("; the chosen node %s scored %d", a.SelectedNode, c.Total)
+			if d := deltas(a.Scores, l.scores[node], c); d != "" {
+				ans.Why += " (" + d + ")"
+			}
+		} else if a.Result != record.ResultScheduled {
+			ans.Why += fmt.Sprintf("; the attempt failed at %s: %s", a.FailedPoint, a.Message)
+		}
+	default:
+		ans.Why = fmt.Sprintf("node %s passed every filter", node)
+		switch {
+		case a.Scores != nil && a.Scores.SkippedReason != "":
+			ans.Why += "; scoring was skipped: " + a.Scores.SkippedReason
+		case a.Result != record.ResultScheduled:
+			ans.Why += fmt.Sprintf(", but the attempt failed at %s: %s", a.FailedPoint, a.Message)
+		case a.SelectedNode != "":
+			ans.Why += fmt.Sprintf(" but was not scored; %s was chosen", a.SelectedNode)
+		}
+	}
+	return ans, true
+}
+
+// deltas lists the plugins where node scored below chosen, largest gap first.
+func deltas(s *record.Scores, node, chosen *record.NodeScore) string {
+	type d struct {
+		plugin string
+		diff   int64
+	}
+	var ds []d
+	for i, p := range s.Plugins {
+		if i >= len(node.Weighted) || i >= len(chosen.Weighted) {
+			break
+		}
+		if diff := node.Weighted[i] - chosen.Weighted[i]; diff < 0 {
+			ds = append(ds, d{p.Name, diff})
+		}
+	}
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].diff < ds[j].diff })
+	parts := make([]string, len(ds))
+	for i, x := range ds {
+		parts[i] = fmt.Sprintf("%s %d", x.plugin, x.diff)
+	}
+	return strings.Join(parts, ", ")
+}

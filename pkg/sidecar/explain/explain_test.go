@@ -1,0 +1,129 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+)
+
+func scheduled() *record.Attempt {
+	return recordtest.MakeAttempt("ns", "p", "uid").
+		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+		Rejected("NodeResourcesFit", "Insufficient cpu", "small-2", "small-1").
+		Passed("a", "b", "c", "d").
+		NotEvaluated(record.NotEvaluatedEnoughFeasible, "z").
+		Scores([]string{"NodeResourcesFit", "ImageLocality"}, map[string][]int64{
+			"a": {10, 10}, "b": {50, 40}, "c": {50, 0},
+		}).
+		Scheduled("b").Obj()
+}
+
+func rowNames(rows []NodeRow) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Node)
+	}
+	return out
+}
+
+func TestExplainRowOrderAndPaging(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      Options
+		wantRows  []string
+		wantTotal int
+	}{
+		{
+			name: "chosen, scored by total, unscored, rejected by plugin, not evaluated",
+			opts: Options{Group: AllGroups},
+			// NodeResourcesFit sorts before TaintToleration.
+			wantRows:  []string{"b", "c", "a", "d", "small-1", "small-2", "tainted-node", "z"},
+			wantTotal: 8,
+		},
+		{name: "page", opts: Options{Group: AllGroups, Offset: 2, Limit: 3}, wantRows: []string{"a", "d", "small-1"}, wantTotal: 8},
+		{name: "page past the end", opts: Options{Group: AllGroups, Offset: 100, Limit: 3}, wantRows: nil, wantTotal: 8},
+		{name: "one group", opts: Options{Group: 2}, wantRows: []string{"tainted-node"}, wantTotal: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Explain(scheduled(), tt.opts)
+			if diff := cmp.Diff(tt.wantRows, rowNames(e.Rows)); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+			if e.TotalRows != tt.wantTotal {
+				t.Errorf("total rows %d, want %d", e.TotalRows, tt.wantTotal)
+			}
+		})
+	}
+}
+
+func TestExplainGroupsAndColumns(t *testing.T) {
+	e := Explain(scheduled(), Options{Group: AllGroups})
+	wantGroups := []Group{
+		{Index: 0, Verdict: "passed", Nodes: 4, HasChosen: true},
+		{Index: 1, Verdict: "rejected", Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2},
+		{Index: 2, Verdict: "rejected", Plugin: "TaintToleration", Reasons: []string{"node(s) had untolerated taint {dedicated: infra}"}, Nodes: 1},
+		{Index: 3, Verdict: "not-evaluated", NotEvaluatedReason: record.NotEvaluatedEnoughFeasible, Nodes: 1},
+	}
+	if diff := cmp.Diff(wantGroups, e.Groups); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"NodeResourcesFit", "TaintToleration"}, e.FilterPlugins); diff != "" {
+		t.Errorf("filter plugins (-want +got):\n%s", diff)
+	}
+	total := int64(90)
+	wantFirst := NodeRow{Node: "b", Group: 0, Chosen: true, Verdict: "passed", Rank: 1, Scores: []int64{50, 40}, Total: &total}
+	if diff := cmp.Diff(wantFirst, e.Rows[0]); diff != "" {
+		t.Errorf("chosen row (-want +got):\n%s", diff)
+	}
+}
+
+func TestNode(t *testing.T) {
+	tests := []struct {
+		name    string
+		node    string
+		wantOK  bool
+		wantWhy []string
+	}{
+		{name: "chosen", node: "b", wantOK: true, wantWhy: []string{"was chosen", "best total score 90 of 3"}},
+		{name: "rejected", node: "tainted-node", wantOK: true, wantWhy: []string{"rejected at Filter by TaintToleration", "untolerated taint"}},
+		{name: "outscored", node: "c", wantOK: true, wantWhy: []string{"ranked 2 of 3 with total score 50", "chosen node b scored 90", "ImageLocality -40"}},
+		{name: "not evaluated", node: "z", wantOK: true, wantWhy: []string{"not evaluated: enough feasible nodes found"}},
+		{name: "passed, unscored", node: "d", wantOK: true, wantWhy: []string{"passed every filter but was not scored; b was chosen"}},
+		{name: "unknown", node: "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ans, ok := Node(scheduled(), tt.node)
+			if ok != tt.wantOK {
+				t.Fatalf("ok %v, want %v", ok, tt.wantOK)
+			}
+			if !ok {
+				return
+			}
+			for _, w := range tt.wantWhy {
+				if !strings.Contains(ans.Why, w) {
+					t.Errorf("why %q does not say %q", ans.Why, w)
+				}
+			}
+		})
+	}
+}
+
+func TestExplainLargeAttemptIsPaged(t *testing.T) {
+	a := recordtest.Large(1, 5000)
+	e := Explain(a, Options{Group: AllGroups, Limit: 50})
+	if len(e.Rows) != 50 || e.TotalRows != 5000 {
+		t.Fatalf("%d rows of %d, want 50 of 5000", len(e.Rows), e.TotalRows)
+	}
+	if !e.Rows[0].Chosen || e.Rows[0].Node != a.SelectedNode {
+		t.Errorf("first row %+v, want the chosen node %s", e.Rows[0], a.SelectedNode)
+	}
+	if len(e.Groups) != 4 {
+		t.Errorf("%d groups, want 4 (passed and three rejecting plugins)", len(e.Groups))
+	}
+}

@@ -1,0 +1,63 @@
+package follow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/stream"
+)
+
+// FuzzDecodeStream feeds arbitrary bytes to the watch, list and 410 Gone
+// decoders: they must never panic, and every event they accept must be one
+// the follower can ingest safely.
+func FuzzDecodeStream(f *testing.F) {
+	a := recordtest.MakeAttempt("ns", "p", "uid").Rejected("TaintToleration", "taint", "n1").Obj()
+	a.Seq = 1
+	added, _ := json.Marshal(stream.Event{Type: stream.EventAdded, Seq: 1, Object: a})
+	bookmark, _ := json.Marshal(stream.Event{Type: stream.EventBookmark, Seq: 1})
+	list, _ := json.Marshal(stream.List{Epoch: "e1", Seq: 1, Oldest: 1, Items: []*record.Attempt{a}})
+	gone, _ := json.Marshal(stream.Gone{Reason: "Expired", Epoch: "e1", Oldest: 7})
+	for _, seed := range [][]byte{
+		append(append(added, '\n'), bookmark...),
+		added[:len(added)/2],
+		list, gone,
+		[]byte(`{"type":"ADDED","seq":2,"object":{"seq":3}}`),
+		[]byte(`{"type":"ADDED","seq":0,"object":{"seq":0}}`),
+		[]byte(`{"type":"DELETED","seq":1}`),
+		[]byte(`{"epoch":"e","items":[null]}`),
+		[]byte(`{"epoch":"e","items":[{"seq":2},{"seq":1}]}`),
+		[]byte("\x00\xff{"),
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := NewEventDecoder(bytes.NewReader(data))
+		for range 1000 {
+			ev, err := dec.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				break
+			}
+			if ev.Type == stream.EventAdded && (ev.Object == nil || ev.Object.Seq != ev.Seq || ev.Seq == 0) {
+				t.Fatalf("accepted an event the follower cannot ingest: %+v", ev)
+			}
+		}
+		if l, err := DecodeList(bytes.NewReader(data)); err == nil {
+			for i, it := range l.Items {
+				if it == nil || i > 0 && it.Seq <= l.Items[i-1].Seq {
+					t.Fatalf("accepted a list with item %d out of order or null", i)
+				}
+			}
+		}
+		if g, err := DecodeGone(bytes.NewReader(data)); err == nil && g.Epoch == "" {
+			t.Fatalf("accepted a 410 body without epoch")
+		}
+	})
+}

@@ -1,0 +1,357 @@
+// Package cluster starts real control-plane processes for integration
+// tests: etcd, kube-apiserver and schedulers, each built from Go modules
+// into the bin directory (SCHEDSCOPE_BIN, default <repo>/bin) and listening
+// on loopback only.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// adminToken authenticates the tests and the schedulers as cluster admins.
+const adminToken = "schedscope-admin-token"
+
+// BinDir returns the directory holding etcd, kube-apiserver and the schedulers.
+func BinDir() string {
+	if d := os.Getenv("SCHEDSCOPE_BIN"); d != "" {
+		return d
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bin")
+}
+
+// Binary returns the path of a built binary, or an error that says how to build it.
+func Binary(name string) (string, error) {
+	p := filepath.Join(BinDir(), name)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s not found in %s: run `make build` first: %w", name, BinDir(), err)
+	}
+	return p, nil
+}
+
+// Process is a started child process.
+type Process struct {
+	Name string
+	cmd  *exec.Cmd
+	done chan error
+	Log  string
+}
+
+// Start runs a binary from BinDir with its output in logDir/name.log.
+func Start(logDir, name, binary string, args ...string) (*Process, error) {
+	path, err := Binary(binary)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, name+".log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1), Log: logPath}
+	go func() { p.done <- cmd.Wait(); out.Close() }()
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the process to end and returns its error.
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("%s still running after %s", p.Name, timeout)
+	}
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after a grace period.
+func (p *Process) Stop() {
+	if p == nil || p.Exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	p.done <- nil
+}
+
+// Tail returns the end of the process's log, for failure messages.
+func (p *Process) Tail() string {
+	b, _ := os.ReadFile(p.Log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ControlPlane is a running etcd and kube-apiserver.
+type ControlPlane struct {
+	Dir        string
+	Kubeconfig string
+	Config     *rest.Config
+	Client     kubernetes.Interface
+	Etcd       *Process
+	APIServer  *Process
+	etcdURL    string
+	apiArgs    []string
+}
+
+// StartControlPlane starts etcd and kube-apiserver in dir.
+func StartControlPlane(ctx context.Context, dir string) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: dir}
+	if err := cp.startEtcd(); err != nil {
+		return nil, err
+	}
+	if err := cp.startAPIServer(ctx); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startEtcd() error {
+	clientPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	cp.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	cp.Etcd, err = Start(cp.Dir, "etcd", "etcd",
+		"--data-dir", filepath.Join(cp.Dir, "etcd-data"),
+		"--listen-client-urls", cp.etcdURL, "--advertise-client-urls", cp.etcdURL,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort),
+		"--quota-backend-bytes", "4294967296", "--unsafe-no-fsync")
+	if err != nil {
+		return err
+	}
+	return waitHTTP(context.Background(), cp.Etcd, cp.etcdURL+"/health", nil, 30*time.Second)
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
+	if err := writeServiceAccountKey(cp.Dir); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cp.Dir, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	cp.apiArgs = []string{
+		"--etcd-servers", cp.etcdURL,
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
+		"--cert-dir", filepath.Join(cp.Dir, "apiserver-certs"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", filepath.Join(cp.Dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(cp.Dir, "sa.key"),
+		"--token-auth-file", filepath.Join(cp.Dir, "tokens.csv"),
+		"--authorization-mode", "RBAC",
+		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+		"--service-cluster-ip-range", "10.0.0.0/24",
+	}
+	cp.APIServer, err = Start(cp.Dir, "kube-apiserver", "kube-apiserver", cp.apiArgs...)
+	if err != nil {
+		return err
+	}
+	host := fmt.Sprintf("https://127.0.0.1:%d", port)
+	cp.Config = &rest.Config{Host: host, BearerToken: adminToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 500, Burst: 1000}
+	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
+	if err := WriteKubeconfig(cp.Kubeconfig, host, adminToken); err != nil {
+		return err
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitHTTP(ctx, cp.APIServer, host+"/readyz", insecure, 60*time.Second); err != nil {
+		return err
+	}
+	cp.Client, err = kubernetes.NewForConfig(cp.Config)
+	return err
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again with the same flags.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.APIServer.Stop()
+	var err error
+	cp.APIServer, err = Start(cp.Dir, "kube-apiserver", "kube-apiserver", cp.apiArgs...)
+	if err != nil {
+		return err
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitHTTP(ctx, cp.APIServer, cp.Config.Host+"/readyz", insecure, 60*time.Second)
+}
+
+// Stop stops kube-apiserver and etcd.
+func (cp *ControlPlane) Stop() {
+	cp.APIServer.Stop()
+	cp.Etcd.Stop()
+}
+
+// WriteKubeconfig writes a kubeconfig for host authenticating with token.
+func WriteKubeconfig(path, host, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: host, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
+	cfg.CurrentContext = "local"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func writeServiceAccountKey(dir string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+// waitHTTP polls url until it answers 200, failing early if p exits.
+func waitHTTP(ctx context.Context, p *Process, url string, client *http.Client, timeout time.Duration) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("%s exited: %v\n%s", p.Name, p.Wait(0), p.Tail())
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s at %s (last: %s): %w\n%s", p.Name, url, last, err, p.Tail())
+	}
+	return nil
+}
+
+// Scheduler is a running scheduler process.
+type Scheduler struct {
+	*Process
+	// StreamURL is the record stream, for schedscope-scheduler.
+	StreamURL string
+	// HealthURL is the scheduler's /healthz on its secure port.
+	HealthURL  string
+	MetricsURL string
+}
+
+// StartScheduler starts binary (schedscope-scheduler or kube-scheduler) with
+// the KubeSchedulerConfiguration config (YAML, without clientConnection;
+// the kubeconfig is set here) and extra flags.
+func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config string, extra ...string) (*Scheduler, error) {
+	cfgPath := filepath.Join(cp.Dir, name+"-config.yaml")
+	config = strings.Replace(config, "kind: KubeSchedulerConfiguration\n",
+		fmt.Sprintf("kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: %s\n  qps: 500\n  burst: 1000\n", cp.Kubeconfig), 1)
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--config", cfgPath, "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
+		"--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
+		"--cert-dir", filepath.Join(cp.Dir, name+"-certs"),
+	}
+	s := &Scheduler{HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
+	if binary == "schedscope-scheduler" && !hasFlag(extra, "--record-stream-address") {
+		streamPort, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--record-stream-address", fmt.Sprintf("127.0.0.1:%d", streamPort))
+		s.StreamURL = fmt.Sprintf("http://127.0.0.1:%d/v1/records", streamPort)
+	}
+	args = append(args, extra...)
+	s.Process, err = Start(cp.Dir, name, binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitHTTP(ctx, s.Process, s.HealthURL, insecure, 60*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}

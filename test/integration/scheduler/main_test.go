@@ -1,0 +1,258 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
+	"github.com/schedscope/schedscope/test/integration/cluster"
+)
+
+// Profiles of the scheduler under test.
+const (
+	profileDefault = "schedscope"
+	profileBinpack = "schedscope-binpack"
+)
+
+// schedulerConfig has the upstream default profile and a bin-packing one.
+const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: schedscope
+- schedulerName: schedscope-binpack
+  plugins:
+    score:
+      disabled:
+      - name: NodeResourcesBalancedAllocation
+      - name: ImageLocality
+      enabled:
+      - name: NodeResourcesFit
+        weight: 5
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: cpu
+          weight: 1
+        - name: memory
+          weight: 1
+`
+
+var (
+	controlPlane *cluster.ControlPlane
+	client       kubernetes.Interface
+	sched        *cluster.Scheduler
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "schedscope-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	controlPlane, err = cluster.StartControlPlane(ctx, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer controlPlane.Stop()
+	client = controlPlane.Client
+	sched, err = controlPlane.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--record-buffer-size=20000")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sched.Stop()
+	code := m.Run()
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "logs kept in %s\n", dir)
+	}
+	return code
+}
+
+// listRecords reads every buffered record from a record stream.
+func listRecords(url string) (*stream.List, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	var l stream.List
+	return &l, json.NewDecoder(resp.Body).Decode(&l)
+}
+
+// waitForRecord waits for a record of pod uid with the given result and
+// returns it with every earlier record of the pod.
+func waitForRecord(t *testing.T, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
+	t.Helper()
+	var found *record.Attempt
+	var all []*record.Attempt
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		l, err := listRecords(sched.StreamURL)
+		if err != nil {
+			return false, err
+		}
+		all = all[:0]
+		for _, r := range l.Items {
+			if r.Pod.UID == string(uid) {
+				all = append(all, r)
+				if r.Result == result {
+					found = r
+				}
+			}
+		}
+		return found != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for a %q record of pod %s (have %d records of it): %v", result, uid, len(all), err)
+	}
+	return found, all
+}
+
+// nodeSpec describes a test node.
+type nodeSpec struct {
+	name          string
+	cpu, memory   string
+	labels        map[string]string
+	taints        []v1.Taint
+	unschedulable bool
+	images        []v1.ContainerImage
+}
+
+func createNodes(t *testing.T, specs ...nodeSpec) {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range specs {
+		n := &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: s.name, Labels: map[string]string{v1.LabelHostname: s.name}},
+			Spec:       v1.NodeSpec{Taints: s.taints, Unschedulable: s.unschedulable},
+		}
+		for k, v := range s.labels {
+			n.Labels[k] = v
+		}
+		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating node %s: %v", s.name, err)
+		}
+		capacity := v1.ResourceList{
+			v1.ResourceCPU:    resource.MustParse(s.cpu),
+			v1.ResourceMemory: resource.MustParse(s.memory),
+			v1.ResourcePods:   resource.MustParse("110"),
+		}
+		created.Status = v1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity, Images: s.images,
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+		}
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("setting status of node %s: %v", s.name, err)
+		}
+		name := s.name
+		t.Cleanup(func() {
+			_ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// createNamespace creates a namespace that is deleted with the test.
+func createNamespace(t *testing.T) string {
+	t.Helper()
+	ns, err := client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scenario-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+func createPod(t *testing.T, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	created, err := client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+	return created
+}
+
+// waitForBinding waits until pod is bound and returns its node.
+func waitForBinding(t *testing.T, pod *v1.Pod) string {
+	t.Helper()
+	var node string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		node = p.Spec.NodeName
+		return node != "", nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for pod %s/%s to be bound: %v", pod.Namespace, pod.Name, err)
+	}
+	return node
+}
+
+// verdictOf returns the Filter verdict group holding node.
+func verdictOf(r *record.Attempt, node string) *record.VerdictGroup {
+	for i := range r.Filter {
+		for _, n := range r.Filter[i].Nodes {
+			if n == node {
+				return &r.Filter[i]
+			}
+		}
+	}
+	return nil
+}
+
+// scoreOf returns a node's score line and the index of plugin in it.
+func scoreOf(t *testing.T, r *record.Attempt, node, plugin string) (record.NodeScore, int) {
+	t.Helper()
+	if r.Scores == nil {
+		t.Fatalf("record has no scores: %+v", r)
+	}
+	idx := -1
+	for i, p := range r.Scores.Plugins {
+		if p.Name == plugin {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("plugin %s not among score plugins %+v", plugin, r.Scores.Plugins)
+	}
+	for _, n := range r.Scores.Nodes {
+		if n.Node == node {
+			return n, idx
+		}
+	}
+	t.Fatalf("node %s not scored; scored: %+v", node, r.Scores.Nodes)
+	return record.NodeScore{}, 0
+}
