@@ -1,0 +1,183 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	cliflag "k8s.io/component-base/cli/flag"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// Defaults.
+const (
+	DefaultStreamURL     = "http://127.0.0.1:10262/v1/records"
+	DefaultSecurePort    = 10263
+	DefaultSchedulerBase = "https://127.0.0.1:10259"
+)
+
+// Options are the sidecar's options.
+type Options struct {
+	// StreamURL is the scheduler's record stream.
+	StreamURL string
+	// DBPath is the SQLite database file.
+	DBPath    string
+	Retention store.Retention
+	// PruneInterval is how often retention is applied.
+	PruneInterval time.Duration
+	// TraceURL is the trace viewer's base URL (Jaeger), linked from the page.
+	TraceURL string
+	// SchedulerHealthURL and SchedulerReadyURL are probed for the
+	// scheduler_up metric; empty disables a probe.
+	SchedulerHealthURL string
+	SchedulerReadyURL  string
+	ProbeInterval      time.Duration
+	// SchedulerCAFile verifies the scheduler's serving certificate; empty
+	// means the probe does not verify it, as the kubelet's HTTPS probes.
+	SchedulerCAFile string
+	// Kubeconfig is used for the informers; empty means in-cluster.
+	Kubeconfig string
+	// ClusterHealth enables the informers behind the cluster metrics.
+	ClusterHealth bool
+
+	SecureServing  *apiserveroptions.SecureServingOptions
+	Authentication *apiserveroptions.DelegatingAuthenticationOptions
+	Authorization  *apiserveroptions.DelegatingAuthorizationOptions
+}
+
+// NewOptions returns the default options.
+func NewOptions() *Options {
+	o := &Options{
+		StreamURL:          DefaultStreamURL,
+		DBPath:             "/var/lib/schedscope/records.db",
+		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxBytes: 2 << 30},
+		PruneInterval:      time.Minute,
+		SchedulerHealthURL: DefaultSchedulerBase + "/healthz",
+		SchedulerReadyURL:  DefaultSchedulerBase + "/readyz",
+		ProbeInterval:      10 * time.Second,
+		ClusterHealth:      true,
+		SecureServing:      apiserveroptions.NewSecureServingOptions(),
+		Authentication:     apiserveroptions.NewDelegatingAuthenticationOptions(),
+		Authorization:      apiserveroptions.NewDelegatingAuthorizationOptions(),
+	}
+	o.SecureServing.BindPort = DefaultSecurePort
+	o.SecureServing.ServerCert.CertDirectory = ""
+	o.SecureServing.ServerCert.PairName = "schedscope-sidecar"
+	o.Authorization.AlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
+	return o
+}
+
+// Flags returns the flags, in named sets.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	fs := fss.FlagSet("sidecar")
+	fs.StringVar(&o.StreamURL, "stream-url", o.StreamURL, "The scheduler's decision record stream.")
+	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; created if missing.")
+	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
+	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxBytes, "retention-max-bytes", o.Retention.MaxBytes, "Keep at most this many bytes of (compressed) records, deleting the oldest; 0 means no bound.")
+	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
+	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
+	fs.StringVar(&o.SchedulerHealthURL, "scheduler-health-url", o.SchedulerHealthURL, "The scheduler's liveness endpoint, probed for schedscope_scheduler_up{probe=\"liveness\"}; empty disables the probe.")
+	fs.StringVar(&o.SchedulerReadyURL, "scheduler-ready-url", o.SchedulerReadyURL, "The scheduler's readiness endpoint, probed for schedscope_scheduler_up{probe=\"readiness\"}; empty disables the probe.")
+	fs.DurationVar(&o.ProbeInterval, "scheduler-probe-interval", o.ProbeInterval, "How often the scheduler's health endpoints are probed.")
+	fs.StringVar(&o.SchedulerCAFile, "scheduler-ca-file", o.SchedulerCAFile, "CA bundle verifying the scheduler's serving certificate; empty skips verification of the probe.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig for the pod, node and event informers; empty means in-cluster configuration.")
+	fs.BoolVar(&o.ClusterHealth, "cluster-health", o.ClusterHealth, "Watch pods, nodes and events to export the cluster scheduling health metrics.")
+	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
+	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	o.Authorization.AddFlags(fss.FlagSet("authorization"))
+	return fss
+}
+
+// AddFlags adds every flag to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	for _, f := range o.Flags().FlagSets {
+		fs.AddFlagSet(f)
+	}
+}
+
+func validateURL(flag, raw string, allowEmpty bool) error {
+	if raw == "" {
+		if allowEmpty {
+			return nil
+		}
+		return fmt.Errorf("--%s is required", flag)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("--%s %q: %w", flag, raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("--%s %q: the scheme must be http or https", flag, raw)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("--%s %q: no host", flag, raw)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil && u.Port() != "" {
+		return fmt.Errorf("--%s %q: %w", flag, raw, err)
+	}
+	return nil
+}
+
+// Validate checks the options; every error names its flag.
+func (o *Options) Validate() error {
+	var errs []error
+	for _, u := range []struct {
+		flag, value string
+		allowEmpty  bool
+	}{
+		{"stream-url", o.StreamURL, false},
+		{"jaeger-url", o.TraceURL, true},
+		{"scheduler-health-url", o.SchedulerHealthURL, true},
+		{"scheduler-ready-url", o.SchedulerReadyURL, true},
+	} {
+		if err := validateURL(u.flag, u.value, u.allowEmpty); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.DBPath == "" {
+		errs = append(errs, errors.New("--db-path is required"))
+	} else if fi, err := os.Stat(filepath.Dir(o.DBPath)); err != nil {
+		errs = append(errs, fmt.Errorf("--db-path %q: its directory: %w", o.DBPath, err))
+	} else if !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--db-path %q: %s is not a directory", o.DBPath, filepath.Dir(o.DBPath)))
+	}
+	if o.Retention.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("--retention-max-age %v must not be negative", o.Retention.MaxAge))
+	}
+	if o.Retention.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("--retention-max-attempts %d must not be negative", o.Retention.MaxAttempts))
+	}
+	if o.Retention.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxBytes))
+	}
+	if o.PruneInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--retention-interval %v must be positive", o.PruneInterval))
+	}
+	if o.ProbeInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--scheduler-probe-interval %v must be positive", o.ProbeInterval))
+	}
+	if o.SchedulerCAFile != "" {
+		if _, err := os.Stat(o.SchedulerCAFile); err != nil {
+			errs = append(errs, fmt.Errorf("--scheduler-ca-file: %w", err))
+		}
+	}
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	return utilerrors.NewAggregate(errs)
+}

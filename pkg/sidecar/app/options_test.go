@@ -1,0 +1,62 @@
+package app
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"--db-path=" + filepath.Join(dir, "records.db")}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string
+	}{
+		{name: "defaults with a db path", args: nil},
+		{name: "stream url scheme", args: []string{"--stream-url=ftp://x/v1/records"}, wantErr: []string{"--stream-url"}},
+		{name: "stream url empty", args: []string{"--stream-url="}, wantErr: []string{"--stream-url is required"}},
+		{name: "db dir missing", args: []string{"--db-path=" + filepath.Join(dir, "nope", "db")}, wantErr: []string{"--db-path"}},
+		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
+		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
+		{name: "zero interval", args: []string{"--retention-interval=0s"}, wantErr: []string{"--retention-interval"}},
+		{name: "jaeger url", args: []string{"--jaeger-url=jaeger:16686"}, wantErr: []string{"--jaeger-url"}},
+		{name: "health url", args: []string{"--scheduler-health-url=://"}, wantErr: []string{"--scheduler-health-url"}},
+		{name: "probe disabled", args: []string{"--scheduler-health-url=", "--scheduler-ready-url="}},
+		{name: "ca file missing", args: []string{"--scheduler-ca-file=" + filepath.Join(dir, "ca.crt")}, wantErr: []string{"--scheduler-ca-file"}},
+		{name: "secure port", args: []string{"--secure-port=70000"}, wantErr: []string{"--secure-port"}},
+		{
+			name:    "every error is reported",
+			args:    []string{"--stream-url=x", "--retention-max-attempts=-3"},
+			wantErr: []string{"--stream-url", "--retention-max-attempts"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append(append([]string{}, base...), tt.args...)); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one naming %v", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %s", err, w)
+				}
+			}
+		})
+	}
+}

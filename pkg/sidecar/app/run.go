@@ -1,0 +1,211 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/sidecar/follow"
+	"github.com/schedscope/schedscope/pkg/sidecar/health"
+	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/sidecar/web"
+)
+
+// NewCommand returns the schedscope-sidecar command.
+func NewCommand() *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "schedscope-sidecar",
+		Short: "Keeps the scheduler's decision records and explains them",
+		Long: `schedscope-sidecar follows the scheduler's decision record stream into an
+embedded database and serves the explain API, a web page and scheduling
+health metrics, behind Kubernetes delegated authentication and authorization.`,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected arguments %q", args)
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	for _, f := range o.Flags().FlagSets {
+		fs.AddFlagSet(f)
+	}
+	return cmd
+}
+
+// Run runs the sidecar until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	st, err := sqlite.Open(ctx, o.DBPath, o.Retention)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.NewMetrics(reg)
+
+	f, err := follow.New(follow.DefaultOptions(o.StreamURL), st, m)
+	if err != nil {
+		return fmt.Errorf("--stream-url: %w", err)
+	}
+
+	var servingInfo *server.SecureServingInfo
+	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return fmt.Errorf("creating a self-signed serving certificate: %w", err)
+	}
+	if err := o.SecureServing.ApplyTo(&servingInfo); err != nil {
+		return fmt.Errorf("secure serving: %w", err)
+	}
+	if servingInfo == nil {
+		return fmt.Errorf("--secure-port 0 disables serving; the sidecar has nothing to do without it")
+	}
+	var authn server.AuthenticationInfo
+	if err := o.Authentication.ApplyTo(&authn, servingInfo, nil); err != nil {
+		return fmt.Errorf("delegated authentication: %w", err)
+	}
+	var authz server.AuthorizationInfo
+	if err := o.Authorization.ApplyTo(&authz); err != nil {
+		return fmt.Errorf("delegated authorization: %w", err)
+	}
+
+	apiHandler, err := api.New(api.Config{
+		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
+		Status: func() any { return f.Status() }, TraceURL: o.TraceURL,
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/healthz", ok)
+	mux.Handle("/livez", ok)
+	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := st.Cursor(r.Context()); err != nil {
+			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), authn.Authenticator, authz.Authorizer))
+	mux.Handle(api.Prefix, apiHandler)
+	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
+
+	if o.ClusterHealth {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		if _, err := health.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+	}
+
+	probeClient, err := o.probeClient()
+	if err != nil {
+		return err
+	}
+	urls := map[string]string{}
+	if o.SchedulerHealthURL != "" {
+		urls[metrics.ProbeLiveness] = o.SchedulerHealthURL
+	}
+	if o.SchedulerReadyURL != "" {
+		urls[metrics.ProbeReadiness] = o.SchedulerReadyURL
+	}
+	prober := &health.Prober{URLs: urls, Client: probeClient, Interval: o.ProbeInterval, Metrics: m}
+
+	stoppedCh, _, err := servingInfo.Serve(mux, 10*time.Second, ctx.Done())
+	if err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
+	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "stream", o.StreamURL, "db", o.DBPath)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := f.Run(ctx); err != nil {
+			logger.Error(err, "Following the record stream stopped")
+			cancel()
+		}
+	}()
+	go prober.Run(ctx)
+	go wait.UntilWithContext(ctx, func(ctx context.Context) { maintain(ctx, st, m) }, o.PruneInterval)
+
+	<-ctx.Done()
+	<-done
+	<-stoppedCh
+	return nil
+}
+
+// maintain applies retention and refreshes the store metrics.
+func maintain(ctx context.Context, st store.Store, m *metrics.Metrics) {
+	logger := klog.FromContext(ctx)
+	if n, err := st.Prune(ctx, time.Now()); err != nil {
+		logger.Error(err, "Applying retention")
+	} else if n > 0 {
+		logger.V(2).Info("Applied retention", "removed", n)
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		logger.Error(err, "Reading store statistics")
+		return
+	}
+	m.StoreAttempts.Set(float64(stats.Attempts))
+	m.StoreBytes.Set(float64(stats.Bytes))
+}
+
+func (o *Options) probeClient() (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.SchedulerCAFile == "" {
+		// Like the kubelet's HTTPS probes: the scheduler's default serving
+		// certificate is self-signed.
+		tlsConfig.InsecureSkipVerify = true //nolint:gosec // health probe only
+	} else {
+		pem, err := os.ReadFile(o.SchedulerCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--scheduler-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--scheduler-ca-file %q holds no PEM certificate", o.SchedulerCAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: o.ProbeInterval}, nil
+}
