@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
