@@ -46,6 +46,7 @@ type attempt struct {
 	verdicts  []verdict
 	nVerdicts atomic.Int32
 
+	filterStart     time.Time // zero until PreFilter succeeds, and again once Filter is recorded
 	preFilterStatus *fwk.Status
 	preFilterResult *fwk.PreFilterResult
 	unresolvedBy    []string
@@ -168,6 +169,19 @@ func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
 	a.mu.Lock()
 	a.points = append(a.points, run)
 	a.mu.Unlock()
+}
+
+// endFilter records the Filter phase, once, when the scheduler moves past it.
+func (a *attempt) endFilter(feasible bool) {
+	if a.filterStart.IsZero() || !a.preFilterStatus.IsSuccess() {
+		return
+	}
+	s := fwk.NewStatus(fwk.Unschedulable)
+	if feasible {
+		s = nil
+	}
+	a.addPoint(pointFilter, a.filterStart, s)
+	a.filterStart = time.Time{}
 }
 
 // addVerdict records the Filter verdict of one node; it is called from the

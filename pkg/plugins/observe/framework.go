@@ -29,6 +29,7 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) {
 	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
 		a := r.begin(f, state, podInfo)
 		result, err := schedulePod(ctx, f, state, podInfo)
+		a.endFilter(err == nil)
 		a.selectedNode = result.SuggestedHost
 		a.feasible = result.FeasibleNodes
 		a.evaluated = result.EvaluatedNodes
@@ -111,6 +112,7 @@ func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.C
 		a.preFilterStatus = s
 		a.preFilterResult = result
 		a.unresolvedBy = sets.List(unresolved)
+		a.filterStart = time.Now()
 	}
 	return result, s, unresolved
 }
@@ -133,18 +135,26 @@ func (f *observedFramework) RunPostFilterPlugins(ctx context.Context, state fwk.
 }
 
 func (f *observedFramework) RunPreScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	a := attemptFrom(state)
+	if a != nil {
+		a.endFilter(true)
+	}
 	start := time.Now()
 	s := f.Framework.RunPreScorePlugins(ctx, state, pod, nodes)
-	if a := attemptFrom(state); a != nil {
+	if a != nil {
 		a.addPoint(pointPreScore, start, s)
 	}
 	return s
 }
 
 func (f *observedFramework) RunScorePlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, *fwk.Status) {
+	a := attemptFrom(state)
+	if a != nil {
+		a.endFilter(true)
+	}
 	start := time.Now()
 	scores, s := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
-	if a := attemptFrom(state); a != nil {
+	if a != nil {
 		a.addPoint(pointScore, start, s)
 		a.scores = scores
 		a.scored = s.IsSuccess()

@@ -2,6 +2,7 @@ package observe
 
 import (
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -34,10 +35,11 @@ func (v victimRecorder) Eventf(regarding, related runtime.Object, eventtype, rea
 	if reason != preemptedReason {
 		return
 	}
+	// The preemptor is a pod or a pod group; only pods have records.
 	victim, ok := regarding.(*v1.Pod)
-	preemptor, ok2 := related.(*v1.Pod)
-	if ok && ok2 {
-		v.recorder.noteVictim(preemptor, victim)
+	preemptor, err := meta.Accessor(related)
+	if ok && err == nil {
+		v.recorder.noteVictim(preemptor.GetUID(), victim)
 	}
 }
 

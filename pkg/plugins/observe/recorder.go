@@ -45,6 +45,12 @@ type Recorder struct {
 	// inflight maps a pod UID to its attempt between the start of the
 	// scheduling cycle and the end of the binding cycle.
 	inflight sync.Map
+	// awaiting maps a pod UID to its finished attempt that preempted, for
+	// VictimGrace, while the scheduler reports the victims it evicts. Later
+	// attempts of the pod that finish meanwhile wait behind it, so that the
+	// pod's records stay in order.
+	awaitMu  sync.Mutex
+	awaiting map[types.UID]*awaitingAttempt
 	finished chan *attempt
 	dropped  atomic.Uint64
 
@@ -63,6 +69,7 @@ func NewRecorder(opts Options) *Recorder {
 		opts:     opts,
 		profiles: map[string]*profileTable{},
 		finished: make(chan *attempt, opts.QueueSize),
+		awaiting: map[types.UID]*awaitingAttempt{},
 	}
 }
 
@@ -101,15 +108,45 @@ func (r *Recorder) publish(a *attempt) {
 	r.opts.Sink.Add(rec)
 }
 
+// awaitingAttempt is a preempting attempt waiting for its victims.
+type awaitingAttempt struct {
+	attempt *attempt
+	later   []*attempt
+}
+
 // finish hands a finished attempt to Run without ever blocking.
 func (r *Recorder) finish(a *attempt) {
-	r.inflight.CompareAndDelete(a.pod.UID, a)
-	if a.nominatedNode != "" {
-		// Victims are evicted asynchronously; give their reports time to arrive.
-		time.AfterFunc(r.opts.VictimGrace, func() { r.enqueue(a) })
+	uid := a.pod.UID
+	r.inflight.CompareAndDelete(uid, a)
+	r.awaitMu.Lock()
+	if w, ok := r.awaiting[uid]; ok {
+		w.later = append(w.later, a)
+		r.awaitMu.Unlock()
 		return
 	}
+	if a.nominatedNode != "" {
+		r.awaiting[uid] = &awaitingAttempt{attempt: a}
+		r.awaitMu.Unlock()
+		time.AfterFunc(r.opts.VictimGrace, func() { r.flushAwaiting(uid) })
+		return
+	}
+	r.awaitMu.Unlock()
 	r.enqueue(a)
+}
+
+// flushAwaiting enqueues a preempting attempt and the attempts behind it.
+func (r *Recorder) flushAwaiting(uid types.UID) {
+	r.awaitMu.Lock()
+	w := r.awaiting[uid]
+	delete(r.awaiting, uid)
+	r.awaitMu.Unlock()
+	if w == nil {
+		return
+	}
+	r.enqueue(w.attempt)
+	for _, a := range w.later {
+		r.enqueue(a)
+	}
 }
 
 func (r *Recorder) enqueue(a *attempt) {
@@ -121,13 +158,20 @@ func (r *Recorder) enqueue(a *attempt) {
 	}
 }
 
-func (r *Recorder) noteVictim(preemptor, victim *v1.Pod) {
-	v, ok := r.inflight.Load(preemptor.UID)
-	if !ok {
-		klog.V(4).InfoS("Preemption victim reported after its preemptor's record was finished", "preemptor", klog.KObj(preemptor), "victim", klog.KObj(victim))
+func (r *Recorder) noteVictim(preemptor types.UID, victim *v1.Pod) {
+	r.awaitMu.Lock()
+	w, ok := r.awaiting[preemptor]
+	r.awaitMu.Unlock()
+	if ok {
+		w.attempt.addVictim(victim)
 		return
 	}
-	v.(*attempt).addVictim(victim)
+	// Synchronous preemption reports victims before the attempt finishes.
+	if a := r.inflightAttempt(preemptor); a != nil {
+		a.addVictim(victim)
+		return
+	}
+	klog.V(4).InfoS("Preemption victim reported after its preemptor's record was finished", "preemptor", preemptor, "victim", klog.KObj(victim))
 }
 
 // inflightAttempt returns the attempt in flight for a pod.

@@ -194,8 +194,19 @@ func createNamespace(t *testing.T) string {
 	return ns.Name
 }
 
+// pauseImage is the image of test pods that do not name one.
+const pauseImage = "registry.k8s.io/pause:3.10"
+
 func createPod(t *testing.T, pod *v1.Pod) *v1.Pod {
 	t.Helper()
+	if len(pod.Spec.Containers) == 0 {
+		pod.Spec.Containers = []v1.Container{{Name: "pause", Image: pauseImage}}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Image == "" {
+			pod.Spec.Containers[i].Image = pauseImage
+		}
+	}
 	created, err := client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod %s: %v", pod.Name, err)

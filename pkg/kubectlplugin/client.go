@@ -1,0 +1,128 @@
+package kubectlplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Client gets a path of the sidecar's API.
+type Client interface {
+	Get(ctx context.Context, path string, query url.Values) ([]byte, error)
+}
+
+// APIError is an error answer of the sidecar.
+type APIError struct {
+	Code    int
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("the sidecar answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
+}
+
+type errorBody struct {
+	Kind    string `json:"kind"`
+	Code    int    `json:"code"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// answer turns a response into a body or an error.
+func answer(code int, body []byte, via string) ([]byte, error) {
+	if code >= 200 && code < 300 {
+		return body, nil
+	}
+	var eb errorBody
+	_ = json.Unmarshal(body, &eb)
+	if eb.Kind == "Status" {
+		// The apiserver itself answered: the service or its proxy failed.
+		return nil, fmt.Errorf("%s: %d %s", via, code, eb.Message)
+	}
+	msg := eb.Message
+	if msg == "" {
+		msg = strings.TrimSpace(string(body))
+	}
+	return nil, &APIError{Code: code, Message: msg}
+}
+
+// directClient talks to the sidecar at an address.
+type directClient struct {
+	base   *url.URL
+	client *http.Client
+}
+
+func newDirectClient(server string, cfg *rest.Config) (*directClient, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErrorf("--server %q: want an http or https URL", server)
+	}
+	c := &http.Client{}
+	if cfg != nil {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Host = server
+		if c, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("--server %q: %w", server, err)
+		}
+	}
+	return &directClient{base: u, client: c}, nil
+}
+
+func (d *directClient) Get(ctx context.Context, path string, query url.Values) ([]byte, error) {
+	u := *d.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the sidecar at %s: %w", d.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", u.String(), err)
+	}
+	return answer(resp.StatusCode, body, "the sidecar at "+d.base.String())
+}
+
+// proxyClient talks to the sidecar through the apiserver's service proxy.
+type proxyClient struct {
+	rest    rest.Interface
+	ns      string
+	service string // scheme:name:port
+}
+
+func newProxyClient(cfg *rest.Config, namespace, scheme, name, port string) (*proxyClient, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &proxyClient{rest: cs.CoreV1().RESTClient(), ns: namespace, service: scheme + ":" + name + ":" + port}, nil
+}
+
+func (p *proxyClient) Get(ctx context.Context, path string, query url.Values) ([]byte, error) {
+	req := p.rest.Get().AbsPath("/api/v1/namespaces", p.ns, "services", p.service, "proxy", path)
+	for k, vs := range query {
+		for _, v := range vs {
+			req = req.Param(k, v)
+		}
+	}
+	res := req.Do(ctx)
+	var code int
+	res.StatusCode(&code)
+	body, err := res.Raw()
+	if code == 0 {
+		return nil, fmt.Errorf("reaching service %s/%s through the apiserver: %w", p.ns, p.service, err)
+	}
+	return answer(code, body, fmt.Sprintf("service %s/%s through the apiserver", p.ns, p.service))
+}

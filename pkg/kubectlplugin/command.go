@@ -1,0 +1,166 @@
+package kubectlplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Output formats.
+const (
+	OutputTable = "table"
+	OutputJSON  = "json"
+	OutputYAML  = "yaml"
+)
+
+// Options are the flags shared by every subcommand.
+type Options struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	// Server is the sidecar's address; empty means the service proxy.
+	Server           string
+	ServiceNamespace string
+	ServiceName      string
+	ServicePort      string
+	ServiceScheme    string
+	Output           string
+
+	genericiooptions.IOStreams
+
+	// newClient builds the client; tests may replace it.
+	newClient func() (Client, error)
+}
+
+// NewOptions returns the defaults.
+func NewOptions(streams genericiooptions.IOStreams) *Options {
+	cf := genericclioptions.NewConfigFlags(true)
+	// --server names the sidecar here; the apiserver comes from the kubeconfig.
+	cf.APIServer = nil
+	o := &Options{
+		ConfigFlags:      cf,
+		ServiceNamespace: "schedscope",
+		ServiceName:      "schedscope-sidecar",
+		ServicePort:      "https",
+		ServiceScheme:    "https",
+		Output:           OutputTable,
+		IOStreams:        streams,
+	}
+	o.newClient = o.client
+	return o
+}
+
+// AddFlags adds the shared flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.ConfigFlags.AddFlags(fs)
+	fs.StringVar(&o.Server, "server", o.Server, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar is reached through the apiserver's service proxy.")
+	fs.StringVar(&o.ServiceNamespace, "service-namespace", o.ServiceNamespace, "Namespace of the sidecar's service.")
+	fs.StringVar(&o.ServiceName, "service-name", o.ServiceName, "Name of the sidecar's service.")
+	fs.StringVar(&o.ServicePort, "service-port", o.ServicePort, "Port (name or number) of the sidecar's service.")
+	fs.StringVar(&o.ServiceScheme, "service-scheme", o.ServiceScheme, "Scheme the apiserver uses to reach the sidecar's service (http or https).")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
+}
+
+// Validate checks the shared flags.
+func (o *Options) Validate() error {
+	switch o.Output {
+	case OutputTable, OutputJSON, OutputYAML:
+	default:
+		return usageErrorf("--output %q: want table, json or yaml", o.Output)
+	}
+	if o.ServiceScheme != "http" && o.ServiceScheme != "https" {
+		return usageErrorf("--service-scheme %q: want http or https", o.ServiceScheme)
+	}
+	if o.Server == "" && (o.ServiceNamespace == "" || o.ServiceName == "" || o.ServicePort == "") {
+		return usageErrorf("--service-namespace, --service-name and --service-port are required without --server")
+	}
+	return nil
+}
+
+func (o *Options) client() (Client, error) {
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if o.Server != "" {
+		if err != nil {
+			// A direct address needs no kubeconfig; without one the
+			// request carries no credentials.
+			cfg = nil
+		}
+		return newDirectClient(o.Server, cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	return newProxyClient(cfg, o.ServiceNamespace, o.ServiceScheme, o.ServiceName, o.ServicePort)
+}
+
+// namespace returns the namespace from -n or the kubeconfig.
+func (o *Options) namespace() (string, error) {
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+// NewCommand returns the kubectl-schedscope command.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewOptions(streams)
+	cmd := &cobra.Command{
+		Use:   "kubectl-schedscope",
+		Short: "Explain the scheduler's decisions",
+		Long: `Explain the scheduler's decisions, as recorded by schedscope.
+
+Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
+3 the pod is pending (its latest attempt did not schedule it), 4 not found.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageErrorf("a subcommand is required: explain or pending")
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
+	o.AddFlags(cmd.PersistentFlags())
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.AddCommand(newExplainCommand(o), newPendingCommand(o))
+	return cmd
+}
+
+// Execute runs the command with args and returns the exit code, printing
+// the error if any.
+func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+	cmd := NewCommand(streams)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	code := ExitCode(err)
+	if err != nil {
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Err != nil {
+			fmt.Fprintln(streams.ErrOut, "error:", err)
+		}
+		if code == ExitFailure && isCobraUsage(err) {
+			code = ExitUsage
+		}
+	}
+	return code
+}
+
+// isCobraUsage recognizes cobra's own argument errors.
+func isCobraUsage(err error) bool {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires ", "unknown flag", "unknown shorthand"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,266 @@
+package kubectlplugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/sidecar/explain"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+)
+
+func fixture() []*record.Attempt {
+	t0 := recordtest.Base
+	as := []*record.Attempt{
+		recordtest.MakeAttempt("shop", "web", "uid-web").Finished(t0).
+			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+			Rejected("NodeResourcesFit", "Insufficient cpu", "small-1", "small-2").
+			Passed("big-1", "big-2", "big-3").
+			NotEvaluated(record.NotEvaluatedEnoughFeasible, "far-1").
+			Scores([]string{"NodeResourcesFit", "ImageLocality"}, map[string][]int64{
+				"big-1": {30, 10}, "big-2": {90, 50}, "big-3": {60, 0},
+			}).Scheduled("big-2").TraceID("4bf92f3577b34da6a3ce929d0e0e4736").Obj(),
+		recordtest.MakeAttempt("shop", "db", "uid-db").Finished(t0.Add(time.Second)).Unschedulable("0/2 nodes are available").
+			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "a", "b").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Finished(t0.Add(2*time.Second)).Unschedulable("0/1 nodes are available").
+			Rejected("NodeResourcesFit", "Insufficient memory", "a").Obj(),
+	}
+	for i, a := range as {
+		a.Seq = uint64(i + 1)
+	}
+	return as
+}
+
+// sidecar serves the real API over a store holding fixture(); it
+// authenticates "Bearer <user>" and lets "alice" do anything.
+func sidecar(t *testing.T) http.Handler {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, fixture()); err != nil {
+		t.Fatal(err)
+	}
+	authn := authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+		name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, false, nil
+		}
+		return &authenticator.Response{User: &user.DefaultInfo{Name: name}}, true, nil
+	})
+	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetUser().GetName() == "alice" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+	h, err := api.New(api.Config{Store: st, Authenticator: authn, Authorizer: authz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// kubeconfig writes a kubeconfig for server with token and namespace.
+func kubeconfig(t *testing.T, server, token, namespace string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: %s
+users:
+- name: u
+  user:
+    token: %s
+contexts:
+- name: ctx
+  context:
+    cluster: c
+    user: u
+    namespace: %s
+current-context: ctx
+`, server, token, namespace)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Execute(context.Background(), genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestExplainTable(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	kc := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL)
+	if code != ExitOK {
+		t.Fatalf("exit code %d, want 0; stderr %s", code, errOut)
+	}
+	want := `Pod:      shop/web (uid uid-web)
+Attempt:  1 (profile default-scheduler, finished 2026-01-02T03:04:05Z)
+Result:   scheduled
+Node:     big-2
+Trace:    4bf92f3577b34da6a3ce929d0e0e4736
+Nodes:    7 total, 6 evaluated, 3 feasible
+
+NODE          VERDICT        PLUGIN            TOTAL  NodeResourcesFit  ImageLocality  DETAIL
+big-2         chosen         -                 140    90                50             rank 1
+big-3         feasible       -                 60     60                0              rank 2
+big-1         feasible       -                 40     30                10             rank 3
+small-1       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu
+small-2       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu
+tainted-node  rejected       TaintToleration   -      -                 -              node(s) had untolerated taint {dedicated: infra}
+far-1         not-evaluated  -                 -      -                 -              enough feasible nodes found
+`
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}
+
+func TestExitCodesAndFormats(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	bob := kubeconfig(t, "https://apiserver.invalid", "bob", "shop")
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOut    []string
+		wantErrOut []string
+	}{
+		{name: "pending pod", args: []string{"explain", "pod/db", "--kubeconfig", alice}, wantCode: ExitPending, wantOut: []string{"Result:   unschedulable", "NodeAffinity"}},
+		{name: "namespace flag", args: []string{"explain", "job", "-n", "batch", "--kubeconfig", alice}, wantCode: ExitPending, wantOut: []string{"Insufficient memory"}},
+		{name: "unknown pod", args: []string{"explain", "pod/nope", "--kubeconfig", alice}, wantCode: ExitNotFound, wantErrOut: []string{"no attempts recorded for pod shop/nope"}},
+		{name: "why not node", args: []string{"explain", "pod/web", "--node", "tainted-node", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"node tainted-node was rejected at Filter by TaintToleration"}},
+		{name: "unknown node", args: []string{"explain", "pod/web", "--node", "ghost", "--kubeconfig", alice}, wantCode: ExitNotFound},
+		{name: "forbidden", args: []string{"explain", "pod/web", "--kubeconfig", bob}, wantCode: ExitFailure, wantErrOut: []string{"403"}},
+		{name: "no argument", args: []string{"explain", "--kubeconfig", alice}, wantCode: ExitUsage},
+		{name: "bad argument", args: []string{"explain", "deploy/web/x", "--kubeconfig", alice}, wantCode: ExitUsage},
+		{name: "bad output", args: []string{"explain", "pod/web", "-o", "xml", "--kubeconfig", alice}, wantCode: ExitUsage, wantErrOut: []string{"--output"}},
+		{name: "unknown flag", args: []string{"explain", "pod/web", "--frobnicate"}, wantCode: ExitUsage},
+		{name: "no subcommand", args: []string{}, wantCode: ExitUsage},
+		{name: "pending in namespace", args: []string{"pending", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"shop       db    default-scheduler  1         unschedulable", "NodeAffinity(2)"}},
+		{name: "pending everywhere", args: []string{"pending", "-A", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"batch", "shop"}},
+		{name: "pending yaml", args: []string{"pending", "-A", "-o", "yaml", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"name: job", "result: unschedulable"}},
+		{name: "unreachable sidecar", args: []string{"pending", "--kubeconfig", alice, "--server", "http://127.0.0.1:1"}, wantCode: ExitFailure, wantErrOut: []string{"reaching the sidecar"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if !strings.Contains(strings.Join(args, " "), "--server") {
+				args = append(args, "--server", srv.URL)
+			}
+			code, out, errOut := run(t, args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d; stdout %s; stderr %s", code, tt.wantCode, out, errOut)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tt.wantErrOut {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestExplainJSONAndYAML(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	kc := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			code, out, errOut := run(t, "explain", "pod/web", "-o", format, "--kubeconfig", kc, "--server", srv.URL)
+			if code != ExitOK {
+				t.Fatalf("exit code %d; stderr %s", code, errOut)
+			}
+			var e explain.Explanation
+			var err error
+			if format == "json" {
+				err = json.Unmarshal([]byte(out), &e)
+			} else {
+				err = yaml.Unmarshal([]byte(out), &e)
+			}
+			if err != nil {
+				t.Fatalf("output is not %s: %v\n%s", format, err, out)
+			}
+			var nodes []string
+			for _, r := range e.Rows {
+				nodes = append(nodes, r.Node)
+			}
+			want := []string{"big-2", "big-3", "big-1", "small-1", "small-2", "tainted-node", "far-1"}
+			if diff := cmp.Diff(want, nodes); diff != "" {
+				t.Errorf("rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The default route is the apiserver's service proxy: a fake apiserver
+// checks the proxy path and the caller's token and hands the rest to the
+// sidecar.
+func TestServiceProxy(t *testing.T) {
+	side := sidecar(t)
+	const prefix = "/api/v1/namespaces/schedscope/services/https:schedscope-sidecar:https/proxy"
+	var seen []string
+	apiserver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path)
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"services \"x\" not found","reason":"NotFound","code":404}`)
+			return
+		}
+		r.URL.Path = rest
+		side.ServeHTTP(w, r)
+	}))
+	defer apiserver.Close()
+	kc := kubeconfig(t, apiserver.URL, "alice", "shop")
+
+	code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc)
+	if code != ExitOK || !strings.Contains(out, "big-2         chosen") {
+		t.Errorf("through the proxy: exit code %d; stdout %s; stderr %s", code, out, errOut)
+	}
+	if len(seen) == 0 || seen[0] != prefix+"/api/v1/namespaces/shop/pods/web/explain" {
+		t.Errorf("proxy paths %v", seen)
+	}
+	code, _, errOut = run(t, "explain", "pod/web", "--kubeconfig", kc, "--service-name", "other")
+	if code != ExitFailure || !strings.Contains(errOut, "through the apiserver") {
+		t.Errorf("missing service: exit code %d (want 1, not 4: the pod was not looked up); stderr %s", code, errOut)
+	}
+}

@@ -1,0 +1,243 @@
+package kubectlplugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/explain"
+)
+
+// pageSize is the rows fetched per request (the API's maximum).
+const pageSize = 10000
+
+type explainOptions struct {
+	*Options
+	pod     string
+	node    string
+	attempt int
+}
+
+func newExplainCommand(o *Options) *cobra.Command {
+	e := &explainOptions{Options: o}
+	cmd := &cobra.Command{
+		Use:   "explain pod/NAME [-n NAMESPACE]",
+		Short: "Explain where a pod was (not) scheduled and why",
+		Long: `Print the latest scheduling attempt of a pod: one row per node, the chosen
+node first, then the feasible nodes by total score, then the rejected nodes
+grouped by the plugin that rejected them, then the nodes never evaluated.
+
+With --node, say why the pod did (not) land on that node.
+
+Exit codes: 0 the pod is scheduled, 3 it is pending, 4 no attempt is
+recorded, 2 usage, 1 other errors.`,
+		Example: `  kubectl schedscope explain pod/web-0 -n shop
+  kubectl schedscope explain pod/web-0 -n shop --node node-7
+  kubectl schedscope explain pod/web-0 -n shop -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := e.complete(args); err != nil {
+				return err
+			}
+			return e.run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&e.node, "node", "", "Explain why the pod did (not) land on this node.")
+	cmd.Flags().IntVar(&e.attempt, "attempt", 0, "Explain this attempt (1 is the first); default the latest.")
+	return cmd
+}
+
+func (e *explainOptions) complete(args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("explain takes one argument, pod/NAME; got %d", len(args))
+	}
+	name := args[0]
+	for _, prefix := range []string{"pod/", "pods/", "po/"} {
+		if strings.HasPrefix(name, prefix) {
+			name = strings.TrimPrefix(name, prefix)
+			break
+		}
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return usageErrorf("argument %q: want pod/NAME", args[0])
+	}
+	if e.attempt < 0 {
+		return usageErrorf("--attempt %d: must be at least 1", e.attempt)
+	}
+	e.pod = name
+	return e.Validate()
+}
+
+func notFoundOr(err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch ae.Code {
+		case http.StatusNotFound:
+			return &ExitError{Code: ExitNotFound, Err: errors.New(ae.Message)}
+		case http.StatusBadRequest:
+			return &ExitError{Code: ExitUsage, Err: errors.New(ae.Message)}
+		}
+	}
+	return err
+}
+
+func (e *explainOptions) run(ctx context.Context) error {
+	ns, err := e.namespace()
+	if err != nil {
+		return err
+	}
+	c, err := e.newClient()
+	if err != nil {
+		return err
+	}
+	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
+	q := url.Values{}
+	if e.attempt > 0 {
+		q.Set("attempt", strconv.Itoa(e.attempt))
+	}
+	if e.node != "" {
+		q.Set("node", e.node)
+		body, err := c.Get(ctx, path, q)
+		if err != nil {
+			return notFoundOr(err)
+		}
+		var ans explain.NodeAnswer
+		if err := json.Unmarshal(body, &ans); err != nil {
+			return fmt.Errorf("decoding the answer: %w", err)
+		}
+		if err := e.print(&ans, func(w io.Writer) { fmt.Fprintln(w, ans.Why) }); err != nil {
+			return err
+		}
+		return resultCode(ans.Result)
+	}
+
+	var ex *explain.Explanation
+	for offset := 0; ; {
+		q.Set("offset", strconv.Itoa(offset))
+		q.Set("limit", strconv.Itoa(pageSize))
+		body, err := c.Get(ctx, path, q)
+		if err != nil {
+			return notFoundOr(err)
+		}
+		var page explain.Explanation
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("decoding the explanation: %w", err)
+		}
+		if ex == nil {
+			ex = &page
+		} else {
+			ex.Rows = append(ex.Rows, page.Rows...)
+		}
+		offset += len(page.Rows)
+		if len(page.Rows) == 0 || offset >= page.TotalRows {
+			break
+		}
+	}
+	ex.Offset, ex.Limit = 0, len(ex.Rows)
+	if err := e.print(ex, func(w io.Writer) { PrintExplanation(w, ex) }); err != nil {
+		return err
+	}
+	return resultCode(ex.Result)
+}
+
+func resultCode(r record.Result) error {
+	if r == record.ResultScheduled {
+		return nil
+	}
+	return &ExitError{Code: ExitPending}
+}
+
+func (o *Options) print(v any, table func(io.Writer)) error {
+	switch o.Output {
+	case OutputJSON:
+		enc := json.NewEncoder(o.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case OutputYAML:
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = o.Out.Write(b)
+		return err
+	default:
+		table(o.Out)
+		return nil
+	}
+}
+
+// PrintExplanation prints an explanation as a header and a per-node table.
+func PrintExplanation(w io.Writer, e *explain.Explanation) {
+	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
+	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
+	fmt.Fprintf(w, "Result:   %s\n", e.Result)
+	if e.SelectedNode != "" {
+		fmt.Fprintf(w, "Node:     %s\n", e.SelectedNode)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(w, "Message:  %s (at %s)\n", e.Message, e.FailedPoint)
+	}
+	if e.NominatedNode != "" {
+		fmt.Fprintf(w, "Nominated: %s\n", e.NominatedNode)
+	}
+	if e.TraceID != "" {
+		fmt.Fprintf(w, "Trace:    %s\n", e.TraceID)
+	}
+	fmt.Fprintf(w, "Nodes:    %d total, %d evaluated, %d feasible\n\n", e.Nodes.Total, e.Nodes.Evaluated, e.Nodes.Feasible)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"NODE", "VERDICT", "PLUGIN", "TOTAL"}
+	for _, p := range e.ScorePlugins {
+		header = append(header, p.Name)
+	}
+	header = append(header, "DETAIL")
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range e.Rows {
+		verdict := r.Verdict
+		switch {
+		case r.Chosen:
+			verdict = "chosen"
+		case r.Verdict == record.VerdictPassed:
+			verdict = "feasible"
+		}
+		plugin, total, detail := "-", "-", ""
+		if r.Plugin != "" {
+			plugin = r.Plugin
+		}
+		if r.Total != nil {
+			total = strconv.FormatInt(*r.Total, 10)
+		}
+		switch {
+		case len(r.Reasons) > 0:
+			detail = strings.Join(r.Reasons, "; ")
+		case r.NotEvaluatedReason != "":
+			detail = r.NotEvaluatedReason
+		case r.Rank > 0:
+			detail = fmt.Sprintf("rank %d", r.Rank)
+		}
+		cols := []string{r.Node, verdict, plugin, total}
+		for i := range e.ScorePlugins {
+			if i < len(r.Scores) {
+				cols = append(cols, strconv.FormatInt(r.Scores[i], 10))
+			} else {
+				cols = append(cols, "-")
+			}
+		}
+		cols = append(cols, detail)
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	tw.Flush()
+	if e.TotalRows > len(e.Rows) {
+		fmt.Fprintf(w, "... %d more nodes\n", e.TotalRows-len(e.Rows))
+	}
+}
