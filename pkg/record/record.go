@@ -138,6 +138,7 @@ type Timing struct {
 // PointRun is one run of an extension point.
 type PointRun struct {
 	Point    string        `json:"point"`
+	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
 	// Code is the framework status code the point returned ("Success", ...).
 	Code string `json:"code"`

@@ -62,7 +62,6 @@ type attempt struct {
 	failedPoint   string
 	nominatedNode string
 	bindCall      time.Duration
-	traceID       string
 }
 
 type verdict struct {
@@ -161,7 +160,7 @@ func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.S
 }
 
 func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
-	run := record.PointRun{Point: p.String(), Duration: time.Since(start), Code: s.Code().String()}
+	run := record.PointRun{Point: p.String(), Start: start, Duration: time.Since(start), Code: s.Code().String()}
 	if !s.IsSuccess() {
 		run.Plugin = PluginName(s.Plugin())
 		run.Reasons = reasons(s)
@@ -217,7 +216,6 @@ func (a *attempt) build() *record.Attempt {
 		SelectedNode:  a.selectedNode,
 		NominatedNode: a.nominatedNode,
 		Victims:       a.victims,
-		TraceID:       a.traceID,
 		Points:        a.points,
 		PreFilter:     a.preFilter,
 		Timing: record.Timing{

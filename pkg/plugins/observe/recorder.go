@@ -31,8 +31,18 @@ type Options struct {
 	// VictimGrace is how long an attempt that preempted waits for the
 	// scheduler's asynchronous eviction to report its victims.
 	VictimGrace time.Duration
+	// Tracer, if set, traces every record before it reaches Sink; the trace
+	// ID it returns is stored in the record.
+	Tracer Tracer
 	// OnRecord, if set, is called with every record before it reaches Sink.
 	OnRecord func(*record.Attempt)
+}
+
+// Tracer turns a finished attempt into a trace.
+type Tracer interface {
+	// Trace exports the spans of rec, an attempt of pod, and returns the
+	// trace ID, or "" when the attempt is not sampled. It must not block.
+	Trace(pod *v1.Pod, rec *record.Attempt) string
 }
 
 // Recorder turns the scheduler's attempts into decision records.
@@ -102,6 +112,9 @@ func (r *Recorder) publish(a *attempt) {
 	}()
 	rec := a.build()
 	a.release()
+	if r.opts.Tracer != nil {
+		rec.TraceID = r.opts.Tracer.Trace(a.pod, rec)
+	}
 	if r.opts.OnRecord != nil {
 		r.opts.OnRecord(rec)
 	}

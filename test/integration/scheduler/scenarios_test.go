@@ -147,7 +147,7 @@ func TestNodeAffinityOperators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := st.MakePod().Namespace(ns).Name("op-"+tt.name).SchedulerName(profileDefault).Obj()
+			pod := st.MakePod().Namespace(ns).Name("op-" + tt.name).SchedulerName(profileDefault).Obj()
 			pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
 				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: tt.key, Operator: tt.op, Values: tt.values}}}},
 			}}}
@@ -340,7 +340,9 @@ func TestPreemption(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+		})
 	}
 	createNodes(t, nodeSpec{name: "pre-1", cpu: "2", memory: "4Gi"})
 	low := st.MakePod().Namespace(ns).Name("low").SchedulerName(profileDefault).Req(cpuMem("1500m", "1Gi")).Obj()
@@ -417,4 +419,3 @@ func TestMultipleProfiles(t *testing.T) {
 		t.Errorf("pod of default-scheduler: node %q err %v, want left alone", p.Spec.NodeName, err)
 	}
 }
-
