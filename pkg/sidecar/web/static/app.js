@@ -1,0 +1,275 @@
+// schedscope web page: reads the explain API and renders it. No framework,
+// no build step; every value from the API goes through textContent.
+'use strict';
+
+const PAGE = 50;
+let config = { traceURL: '' };
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// fill replaces the children of parent, flattening arrays and dropping nulls.
+function fill(parent, ...children) {
+  parent.replaceChildren(...children.flat(Infinity).filter(c => c !== null && c !== undefined));
+}
+
+function token() { return sessionStorage.getItem('schedscope-token') || ''; }
+
+async function api(path) {
+  const headers = { Accept: 'application/json' };
+  if (token()) headers.Authorization = 'Bearer ' + token();
+  const resp = await fetch(path, { headers, credentials: 'same-origin' });
+  let body = null;
+  try { body = await resp.json(); } catch (e) { /* not JSON */ }
+  if (!resp.ok) {
+    const msg = body && body.message ? body.message : resp.statusText;
+    throw new Error(resp.status + ' ' + msg);
+  }
+  return body;
+}
+
+function fmtDuration(ns) {
+  if (!ns) return '0';
+  if (ns < 1e3) return ns + 'ns';
+  if (ns < 1e6) return (ns / 1e3).toFixed(1) + 'µs';
+  if (ns < 1e9) return (ns / 1e6).toFixed(1) + 'ms';
+  return (ns / 1e9).toFixed(2) + 's';
+}
+
+function fmtTime(t) {
+  if (!t || t.startsWith('0001')) return '-';
+  return new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+function podHref(pod, attempt) {
+  return '#/pods/' + encodeURIComponent(pod.namespace) + '/' + encodeURIComponent(pod.name) +
+    (attempt ? '?attempt=' + attempt : '');
+}
+
+function podLink(pod, attempt) {
+  return el('a', { href: podHref(pod, attempt), text: pod.namespace + '/' + pod.name });
+}
+
+function reasonsText(reasons) {
+  return (reasons || []).map(r => r.plugin + ' (' + r.nodes + ')').join(', ');
+}
+
+function podTable(items, empty) {
+  if (!items.length) return el('p', { class: 'muted', text: empty });
+  return el('table', { class: 'pods' },
+    el('thead', {}, el('tr', {}, ['Pod', 'Profile', 'Attempts', 'Result', 'Last attempt', 'Rejected by', 'Message'].map(h => el('th', { text: h })))),
+    el('tbody', {}, items.map(p => el('tr', { 'data-pod': p.pod.namespace + '/' + p.pod.name },
+      el('td', {}, podLink(p.pod)),
+      el('td', { text: p.profile }),
+      el('td', { class: 'num', text: p.latest.attempt }),
+      el('td', { class: 'result-' + p.latest.result, text: p.latest.result }),
+      el('td', { text: fmtTime(p.latest.finished) }),
+      el('td', { text: reasonsText(p.latest.reasons) || '-' }),
+      el('td', { text: p.latest.message || (p.latest.selectedNode ? 'on ' + p.latest.selectedNode : '') })))));
+}
+
+async function renderHome(main) {
+  const [pending, recent] = await Promise.all([api('api/v1/pending?limit=200'), api('api/v1/pods?limit=100')]);
+  fill(main,
+    el('h2', { text: 'Pending pods' }),
+    pending.restricted ? el('p', { class: 'muted', text: 'Only namespaces you may list pods in: ' + (pending.namespaces || []).join(', ') }) : null,
+    podTable(pending.items, 'No pending pods.'),
+    el('h2', { text: 'Recent pods' }),
+    podTable(recent.items, 'No attempts recorded yet.'));
+}
+
+function traceLink(traceID) {
+  if (!traceID) return el('span', { class: 'muted', text: 'not traced' });
+  if (!config.traceURL) return el('code', { text: traceID });
+  return el('a', { href: config.traceURL.replace(/\/$/, '') + '/trace/' + traceID, target: '_blank', rel: 'noopener', class: 'trace', text: traceID });
+}
+
+function summary(e) {
+  const rows = [
+    ['Pod', e.pod.namespace + '/' + e.pod.name + ' (uid ' + e.pod.uid + ')'],
+    ['Attempt', e.attempt + ' (profile ' + e.profile + ')'],
+    ['Result', el('span', { class: 'result-' + e.result, text: e.result })],
+    ['Chosen node', e.selectedNode || '-'],
+  ];
+  if (e.message) rows.push(['Message', e.message + (e.failedPoint ? ' (at ' + e.failedPoint + ')' : '')]);
+  if (e.nominatedNode) rows.push(['Nominated node', e.nominatedNode]);
+  rows.push(['Nodes', e.nodes.total + ' total, ' + e.nodes.evaluated + ' evaluated, ' + e.nodes.feasible + ' feasible']);
+  rows.push(['Timing', 'queued ' + fmtTime(e.timing.queued) + ', waited ' + fmtDuration(e.timing.queueWait) +
+    ', scheduling cycle ' + fmtDuration(e.timing.schedulingCycle) + ', binding cycle ' + fmtDuration(e.timing.bindingCycle)]);
+  rows.push(['Trace', traceLink(e.traceID)]);
+  return el('dl', { class: 'summary' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
+}
+
+function timeline(attempts, current, pod) {
+  const items = attempts.slice().reverse();
+  return el('ol', { class: 'timeline' }, items.map(a => el('li', { class: a.attempt === current ? 'current' : '' },
+    el('a', { href: podHref(pod, a.attempt), text: '#' + a.attempt }),
+    ' ', el('span', { class: 'result-' + a.result, text: a.result }),
+    ' ', el('span', { class: 'muted', text: fmtTime(a.finished) }),
+    a.selectedNode ? ' → ' + a.selectedNode : (a.reasons && a.reasons.length ? ' — ' + reasonsText(a.reasons) : ''))));
+}
+
+function points(e) {
+  const ps = e.points || [];
+  if (!ps.length) return el('p', { class: 'muted', text: 'No extension point timings recorded.' });
+  const max = Math.max(...ps.map(p => p.duration), 1);
+  return el('div', { class: 'points' }, ps.map(p => [
+    el('span', { text: p.point + (p.code && p.code !== 'Success' ? ' (' + p.code + ')' : '') }),
+    el('div', { class: 'bar', 'data-width': Math.max(1, Math.round(100 * p.duration / max)) }),
+    el('span', { class: 'num', text: fmtDuration(p.duration) })]));
+}
+
+function groupLabel(g) {
+  if (g.verdict === 'rejected') return 'rejected by ' + g.plugin;
+  if (g.verdict === 'not-evaluated') return 'not evaluated: ' + g.notEvaluatedReason;
+  return g.verdict;
+}
+
+function groupsTable(e, state) {
+  return el('table', { class: 'groups' },
+    el('thead', {}, el('tr', {}, ['Verdict', 'Reasons', 'Nodes', ''].map(h => el('th', { text: h })))),
+    el('tbody', {}, e.groups.map(g => el('tr', { class: state.group === g.index ? 'selected' : '' },
+      el('td', { text: groupLabel(g) + (g.hasChosen ? ' (holds the chosen node)' : '') }),
+      el('td', { text: (g.reasons || []).join('; ') }),
+      el('td', { class: 'num', text: g.nodes }),
+      el('td', {}, el('a', { href: hrefFor(state, { group: g.index, offset: 0 }), text: 'show' }))))));
+}
+
+function hrefFor(state, change) {
+  const s = Object.assign({}, state, change);
+  const q = new URLSearchParams();
+  if (s.attempt) q.set('attempt', s.attempt);
+  if (s.group !== undefined && s.group !== null && s.group >= 0) q.set('group', s.group);
+  if (s.offset) q.set('offset', s.offset);
+  return '#/pods/' + encodeURIComponent(s.ns) + '/' + encodeURIComponent(s.name) + '?' + q.toString();
+}
+
+function matrix(e, state) {
+  const head = ['Node', 'Verdict', 'Rejected by'].map(h => el('th', { text: h }));
+  for (const p of e.filterPlugins) head.push(el('th', { class: 'plugin filter', title: 'Filter', text: p }));
+  for (const p of e.scorePlugins) head.push(el('th', { class: 'plugin score num', title: 'Score, weight ' + p.weight, text: p.name }));
+  head.push(el('th', { class: 'num', text: 'Total' }));
+  const rows = e.rows.map(r => {
+    const cls = r.chosen ? 'chosen' : r.verdict;
+    const cells = [
+      el('td', { class: 'node', text: r.node }),
+      el('td', { text: r.chosen ? 'chosen' : (r.verdict === 'passed' ? 'feasible' : r.verdict) }),
+      el('td', { class: 'rejected-by', title: (r.reasons || []).join('; ') || r.notEvaluatedReason || '',
+        text: r.plugin ? r.plugin + ': ' + (r.reasons || []).join('; ') : (r.notEvaluatedReason || '') }),
+    ];
+    for (const p of e.filterPlugins) {
+      if (r.plugin === p) cells.push(el('td', { class: 'cell-rejected', title: (r.reasons || []).join('; '), text: '✗' }));
+      else if (r.verdict === 'passed') cells.push(el('td', { class: 'cell-passed', text: '✓' }));
+      else cells.push(el('td', { class: 'muted', text: '·' }));
+    }
+    for (let i = 0; i < e.scorePlugins.length; i++) {
+      cells.push(el('td', { class: 'num', text: r.scores && i < r.scores.length ? r.scores[i] : '' }));
+    }
+    cells.push(el('td', { class: 'num', text: r.total !== undefined ? r.total : '' }));
+    return el('tr', { class: cls, 'data-node': r.node, 'data-verdict': r.verdict }, cells);
+  });
+  const from = e.totalRows ? e.offset + 1 : 0;
+  const to = e.offset + e.rows.length;
+  const pager = el('div', { class: 'pager' },
+    el('span', { text: 'Nodes ' + from + '–' + to + ' of ' + e.totalRows + (state.group >= 0 ? ' in the selected group' : '') }),
+    e.offset > 0 ? el('a', { href: hrefFor(state, { offset: Math.max(0, e.offset - PAGE) }), text: '← previous' }) : null,
+    to < e.totalRows ? el('a', { href: hrefFor(state, { offset: to }), text: 'next →' }) : null,
+    state.group >= 0 ? el('a', { href: hrefFor(state, { group: -1, offset: 0 }), text: 'all nodes' }) : null);
+  const groupsRow = el('tr', { class: 'column-groups' },
+    el('th', { colspan: 3 }),
+    e.filterPlugins.length ? el('th', { colspan: e.filterPlugins.length, text: 'Filter (✗ rejected the node)' }) : null,
+    e.scorePlugins.length ? el('th', { colspan: e.scorePlugins.length + 1, class: 'num', text: 'Score (weighted)' }) : el('th'));
+  return [pager, el('table', { class: 'matrix' }, el('thead', {}, groupsRow, el('tr', {}, head)), el('tbody', {}, rows)), pager.cloneNode(true)];
+}
+
+function whyForm(state) {
+  const input = el('input', { name: 'node', placeholder: 'node name', required: 'required' });
+  const out = el('div', { class: 'why-out' });
+  const form = el('form', { class: 'why', onsubmit: async ev => {
+    ev.preventDefault();
+    const q = new URLSearchParams({ node: input.value });
+    if (state.attempt) q.set('attempt', state.attempt);
+    try {
+      const ans = await api(podBase(state) + '/explain?' + q.toString());
+      fill(out, el('p', { class: 'why-answer', text: ans.why }));
+    } catch (err) {
+      fill(out, el('p', { class: 'error', text: err.message }));
+    }
+  } }, el('label', {}, 'Why not node ', input), el('button', { type: 'submit', text: 'Explain' }));
+  return [form, out];
+}
+
+function podBase(state) {
+  return 'api/v1/namespaces/' + encodeURIComponent(state.ns) + '/pods/' + encodeURIComponent(state.name);
+}
+
+async function renderPod(main, state) {
+  const q = new URLSearchParams({ limit: PAGE, offset: state.offset || 0 });
+  if (state.attempt) q.set('attempt', state.attempt);
+  if (state.group >= 0) q.set('group', state.group);
+  const [attempts, e] = await Promise.all([
+    api(podBase(state) + '/attempts?limit=100'),
+    api(podBase(state) + '/explain?' + q.toString())]);
+  fill(main,
+    el('p', {}, el('a', { href: '#/', text: '← all pods' })),
+    el('h2', { text: 'Attempt ' + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name }),
+    summary(e),
+    el('h2', { text: 'Attempts' }), timeline(attempts.items, e.attempt, e.pod),
+    el('h2', { text: 'Extension points' }), points(e),
+    el('h2', { text: 'Nodes by verdict' }), groupsTable(e, state),
+    whyForm(state),
+    el('h2', { text: 'Nodes × plugins' }),
+    e.scoringSkipped ? el('p', { class: 'muted', text: 'Scoring skipped: ' + e.scoringSkipped }) : null,
+    matrix(e, state));
+  for (const bar of main.querySelectorAll('.bar')) bar.style.width = bar.dataset.width + '%';
+}
+
+function parseRoute() {
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const [path, query] = hash.split('?');
+  const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === 'pods' && parts.length === 3) {
+    const q = new URLSearchParams(query || '');
+    return { view: 'pod', ns: parts[1], name: parts[2], attempt: Number(q.get('attempt')) || 0,
+      group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
+  }
+  return { view: 'home' };
+}
+
+async function render() {
+  const main = document.getElementById('main');
+  const route = parseRoute();
+  try {
+    if (route.view === 'pod') await renderPod(main, route);
+    else await renderHome(main);
+    document.body.dataset.ready = 'true';
+  } catch (err) {
+    fill(main, el('p', { class: 'error', text: err.message }),
+      el('p', { class: 'muted', text: 'The API needs credentials Kubernetes accepts: paste a bearer token above, or present a client certificate.' }));
+    document.body.dataset.ready = 'error';
+  }
+}
+
+async function start() {
+  const input = document.getElementById('token');
+  input.value = token();
+  input.addEventListener('change', () => { sessionStorage.setItem('schedscope-token', input.value); render(); });
+  try { config = await (await fetch('config.json')).json(); } catch (e) { /* defaults */ }
+  window.addEventListener('hashchange', render);
+  await render();
+}
+
+start();
