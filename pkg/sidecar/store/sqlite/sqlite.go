@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/schedscope/schedscope/pkg/record"
@@ -148,8 +150,9 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, attempts []*rec
 		finished int64
 		rejected []rejectionRow
 	}
-	rows := make([]row, 0, len(attempts))
-	for _, a := range attempts {
+	rows := make([]row, len(attempts))
+	encode := func(i int) error {
+		a := attempts[i]
 		data, err := encodeAttempt(a)
 		if err != nil {
 			return err
@@ -164,7 +167,17 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, attempts []*rec
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rej})
+		rows[i] = row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rej}
+		return nil
+	}
+	// Encoding a large record costs milliseconds; spread a batch over the CPUs.
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range attempts {
+		g.Go(func() error { return encode(i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 
 	s.mu.Lock()

@@ -1,0 +1,82 @@
+package follow
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
+)
+
+// BenchmarkFollow measures end-to-end ingest of 5000-node attempts: the
+// scheduler's stream server encodes them, the follower decodes them from a
+// watch over HTTP and stores them in SQLite.
+func BenchmarkFollow(b *testing.B) {
+	templates := make([]*record.Attempt, 32)
+	for i := range templates {
+		templates[i] = recordtest.Large(i, 5000)
+	}
+	buf := stream.NewBuffer(b.N+1, "e1")
+	sched := &scheduler{buf: buf}
+	sched.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*sched.handler.Load()).ServeHTTP(w, r)
+	}))
+	defer sched.srv.Close()
+	sched.up()
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	opts := DefaultOptions(sched.url())
+	f, err := New(opts, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return f.Status().Watching, nil
+	}); err != nil {
+		b.Fatal("no watch")
+	}
+
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		a := *templates[i%len(templates)]
+		a.Pod.UID = fmt.Sprintf("uid-%d", i)
+		buf.Add(&a)
+	}
+	want := uint64(b.N)
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, err := st.Cursor(ctx)
+		return c.Seq == want, err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	c, _ := st.Cursor(ctx)
+	if c.Lost != 0 {
+		b.Fatalf("%d records lost", c.Lost)
+	}
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
+	b.ReportMetric(float64(stats.Bytes)/float64(stats.Attempts), "record-bytes/attempt")
+}
