@@ -216,8 +216,12 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 // allowedNamespaces returns nil when the caller may list pods in every
 // namespace, else the namespaces with stored pods in which it may.
 func (h *handler) allowedNamespaces(ctx context.Context, u user.Info) ([]string, error) {
-	if d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", "", "")); err == nil && d == authorizer.DecisionAllow {
+	d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", "", ""))
+	if d == authorizer.DecisionAllow {
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authorizing list of pods in all namespaces: %w", err)
 	}
 	nss, err := h.Store.Namespaces(ctx)
 	if err != nil {

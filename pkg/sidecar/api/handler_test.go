@@ -307,3 +307,26 @@ func TestStatusEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthorizerFailureIsNotAnEmptyAnswer(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	broken := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionNoOpinion, "", fmt.Errorf("connection refused")
+	})
+	h, err := New(Config{Store: st, Authenticator: fakeAuthn, Authorizer: broken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	e := &env{srv: srv}
+	for _, path := range []string{"/api/v1/pending", "/api/v1/namespaces/a/pods/b/explain", "/api/v1/rejections?by=plugin"} {
+		if code, body := e.get(t, "alice", path); code != http.StatusInternalServerError {
+			t.Errorf("%s: status %d, want 500 when the authorizer fails; body %s", path, code, body)
+		}
+	}
+}
