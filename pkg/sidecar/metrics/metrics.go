@@ -76,7 +76,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PodSchedulingDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Subsystem: "pod", Name: "scheduling_duration_seconds",
 			Help: "Time from pod creation to the pod being scheduled, by scheduler profile.",
-			// 10ms to about 5.7h: from an idle cluster to pods pending for hours.
+			// 10ms to about 2.9h: from an idle cluster to pods pending for hours.
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 11),
 		}, []string{"profile"}),
 		SchedulingEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
