@@ -200,7 +200,7 @@ func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorde
 		}),
 	)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, observe.UnwrapError(err)
 	}
 	recorder.Install(sched)
 	if err := options.LogOrWriteConfig(klog.FromContext(ctx), opts.WriteConfigTo, &cc.ComponentConfig, completedProfiles); err != nil {

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ func PluginName(registryName string) string { return strings.TrimPrefix(registry
 func (r *Recorder) Observe(outOfTree frameworkruntime.Registry, profiles []config.KubeSchedulerProfile) (frameworkruntime.Registry, []config.KubeSchedulerProfile, error) {
 	all := frameworkplugins.NewInTreeRegistry()
 	if err := all.Merge(outOfTree); err != nil {
+		return nil, nil, err
+	}
+	if err := checkPlugins(profiles, all); err != nil {
 		return nil, nil, err
 	}
 	wrapped := make([]config.KubeSchedulerProfile, len(profiles))
@@ -124,6 +128,38 @@ func WrapProfiles(profiles []config.KubeSchedulerProfile) {
 	}
 }
 
+// checkPlugins reports the first enabled plugin that is not in the
+// registry, naming its field; without it the scheduler would report the
+// wrapper's name instead of the plugin's. It also rejects negative score
+// weights, which kube-scheduler accepts and which invert a plugin's intent.
+func checkPlugins(profiles []config.KubeSchedulerProfile, registry frameworkruntime.Registry) error {
+	for i, p := range profiles {
+		if p.Plugins == nil {
+			continue
+		}
+		for _, set := range pluginSets(p.Plugins) {
+			for j, plugin := range set.PluginSet.Enabled {
+				if _, ok := registry[plugin.Name]; !ok {
+					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].name: plugin %q does not exist", i, set.name, j, plugin.Name)
+				}
+				if plugin.Weight < 0 {
+					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].weight: %d must not be negative", i, set.name, j, plugin.Weight)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// UnwrapError returns err with wrapper names replaced by plugin names, for
+// errors the framework reports about wrapped plugins.
+func UnwrapError(err error) error {
+	if err == nil || !strings.Contains(err.Error(), namePrefix) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), namePrefix, ""))
+}
+
 func wrapPlugins(plugins []config.Plugin) {
 	for i := range plugins {
 		if plugins[i].Name != "*" {
@@ -132,10 +168,18 @@ func wrapPlugins(plugins []config.Plugin) {
 	}
 }
 
-func pluginSets(p *config.Plugins) []*config.PluginSet {
-	return []*config.PluginSet{
-		&p.PreEnqueue, &p.QueueSort, &p.PreFilter, &p.Filter, &p.PostFilter, &p.PreScore, &p.Score,
-		&p.Reserve, &p.Permit, &p.PreBind, &p.Bind, &p.PostBind, &p.PlacementGenerate, &p.PlacementScore, &p.MultiPoint,
+// namedPluginSet is an extension point's plugin set and its field name.
+type namedPluginSet struct {
+	name string
+	*config.PluginSet
+}
+
+func pluginSets(p *config.Plugins) []namedPluginSet {
+	return []namedPluginSet{
+		{"preEnqueue", &p.PreEnqueue}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter}, {"filter", &p.Filter},
+		{"postFilter", &p.PostFilter}, {"preScore", &p.PreScore}, {"score", &p.Score}, {"reserve", &p.Reserve},
+		{"permit", &p.Permit}, {"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
+		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"multiPoint", &p.MultiPoint},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
@@ -57,24 +58,106 @@ func ValidateEvent(ev stream.Event) error {
 	return nil
 }
 
-// DecodeList decodes a list response.
-func DecodeList(r io.Reader) (*stream.List, error) {
-	var l stream.List
-	if err := json.NewDecoder(r).Decode(&l); err != nil {
-		return nil, fmt.Errorf("decoding list: %w", err)
+// ListHeader is a list response without its items.
+type ListHeader struct {
+	Epoch  string
+	Seq    uint64
+	Oldest uint64
+	Items  int
+}
+
+// DecodeList reads a list response item by item, so that a list of
+// thousands of large records is never held in memory at once. It calls item
+// for each record, in order, with the list's epoch; the server writes the
+// epoch before the items, and items that come first are held back until
+// the epoch is known. An error from item stops the decoding and is
+// returned as is.
+func DecodeList(r io.Reader, item func(epoch string, a *record.Attempt) error) (ListHeader, error) {
+	var h ListHeader
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return h, fmt.Errorf("decoding list: %w", err)
 	}
-	if l.Epoch == "" {
-		return nil, errors.New("list has no epoch")
-	}
-	for i, a := range l.Items {
-		if a == nil {
-			return nil, fmt.Errorf("list item %d is null", i)
+	var early []*record.Attempt
+	var last uint64
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return h, fmt.Errorf("decoding list: %w", err)
 		}
-		if a.Seq == 0 || (i > 0 && a.Seq <= l.Items[i-1].Seq) {
-			return nil, fmt.Errorf("list item %d has sequence %d, out of order", i, a.Seq)
+		key, _ := tok.(string)
+		switch key {
+		case "epoch":
+			err = dec.Decode(&h.Epoch)
+		case "seq":
+			err = dec.Decode(&h.Seq)
+		case "oldest":
+			err = dec.Decode(&h.Oldest)
+		case "items":
+			if err := expectDelim(dec, '['); err != nil {
+				if errors.Is(err, errNull) {
+					continue
+				}
+				return h, fmt.Errorf("decoding list items: %w", err)
+			}
+			for dec.More() {
+				var a *record.Attempt
+				if err := dec.Decode(&a); err != nil {
+					return h, fmt.Errorf("decoding list item %d: %w", h.Items, err)
+				}
+				if a == nil {
+					return h, fmt.Errorf("list item %d is null", h.Items)
+				}
+				if a.Seq == 0 || a.Seq <= last {
+					return h, fmt.Errorf("list item %d has sequence %d, out of order", h.Items, a.Seq)
+				}
+				last = a.Seq
+				h.Items++
+				if h.Epoch == "" {
+					early = append(early, a)
+					continue
+				}
+				if err := item(h.Epoch, a); err != nil {
+					return h, err
+				}
+			}
+			_, err = dec.Token() // ']'
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return h, fmt.Errorf("decoding list field %q: %w", key, err)
 		}
 	}
-	return &l, nil
+	if _, err := dec.Token(); err != nil { // '}'
+		return h, fmt.Errorf("decoding list: %w", err)
+	}
+	if h.Epoch == "" {
+		return h, errors.New("list has no epoch")
+	}
+	for _, a := range early {
+		if err := item(h.Epoch, a); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+var errNull = errors.New("null")
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return errNull
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, got %v", want, tok)
+	}
+	return nil
 }
 
 // DecodeGone decodes the body of a 410 response.

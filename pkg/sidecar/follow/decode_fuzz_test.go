@@ -31,6 +31,8 @@ func FuzzDecodeStream(f *testing.F) {
 		[]byte(`{"type":"DELETED","seq":1}`),
 		[]byte(`{"epoch":"e","items":[null]}`),
 		[]byte(`{"epoch":"e","items":[{"seq":2},{"seq":1}]}`),
+		[]byte(`{"items":[{"seq":1}],"epoch":"late"}`),
+		[]byte(`{"epoch":"e","items":null,"seq":0}`),
 		[]byte("\x00\xff{"),
 	} {
 		f.Add(seed)
@@ -49,11 +51,22 @@ func FuzzDecodeStream(f *testing.F) {
 				t.Fatalf("accepted an event the follower cannot ingest: %+v", ev)
 			}
 		}
-		if l, err := DecodeList(bytes.NewReader(data)); err == nil {
-			for i, it := range l.Items {
-				if it == nil || i > 0 && it.Seq <= l.Items[i-1].Seq {
-					t.Fatalf("accepted a list with item %d out of order or null", i)
-				}
+		var last uint64
+		var epochs []string
+		h, err := DecodeList(bytes.NewReader(data), func(epoch string, a *record.Attempt) error {
+			if a == nil || a.Seq <= last {
+				t.Fatalf("list item out of order or null: %+v after %d", a, last)
+			}
+			last = a.Seq
+			epochs = append(epochs, epoch)
+			return nil
+		})
+		if err == nil && h.Epoch == "" {
+			t.Fatalf("accepted a list without epoch")
+		}
+		for _, e := range epochs {
+			if e == "" || err == nil && e != h.Epoch {
+				t.Fatalf("item given with epoch %q, list epoch %q", e, h.Epoch)
 			}
 		}
 		if g, err := DecodeGone(bytes.NewReader(data)); err == nil && g.Epoch == "" {

@@ -206,7 +206,6 @@ func (f *Follower) get(ctx context.Context, watch bool, cur *store.Cursor) (*htt
 const maxGoneRetries = 10
 
 func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
-	logger := klog.FromContext(ctx)
 	for range maxGoneRetries {
 		resp, err := f.get(ctx, false, cur)
 		if err != nil {
@@ -214,23 +213,17 @@ func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
 		}
 		switch resp.StatusCode {
 		case http.StatusOK:
-			l, err := DecodeList(resp.Body)
+			changed, err := f.ingestList(ctx, cur, resp.Body)
 			resp.Body.Close()
 			if err != nil {
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
 				return err
 			}
 			f.touch()
-			if cur.Epoch != "" && l.Epoch != cur.Epoch {
-				if err := f.epochChanged(ctx, cur, l.Epoch); err != nil {
+			if changed != "" {
+				if err := f.epochChanged(ctx, cur, changed); err != nil {
 					return err
 				}
 				continue
-			}
-			cur.Epoch = l.Epoch
-			logger.V(2).Info("Listed records", "epoch", l.Epoch, "since", cur.Seq, "items", len(l.Items), "last", l.Seq)
-			if err := f.ingest(ctx, cur, l.Items); err != nil {
-				return err
 			}
 			return nil
 		case http.StatusGone:
@@ -250,6 +243,66 @@ func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
 		}
 	}
 	return fmt.Errorf("list answered 410 Gone %d times in a row", maxGoneRetries)
+}
+
+// epochChange stops the decoding of a list from another epoch.
+type epochChange struct{ epoch string }
+
+func (e *epochChange) Error() string { return fmt.Sprintf("the stream is now in epoch %q", e.epoch) }
+
+// ingestList stores the records of a list response as they are decoded, a
+// batch at a time. It returns the list's epoch if it is not the cursor's.
+func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Reader) (newEpoch string, err error) {
+	batch := make([]*record.Attempt, 0, f.opts.MaxBatch)
+	checked := false
+	check := func(epoch string) error {
+		if checked {
+			return nil
+		}
+		if cur.Epoch != "" && epoch != cur.Epoch {
+			return &epochChange{epoch: epoch}
+		}
+		cur.Epoch, checked = epoch, true
+		return nil
+	}
+	h, err := DecodeList(body, func(epoch string, a *record.Attempt) error {
+		if err := check(epoch); err != nil {
+			return err
+		}
+		batch = append(batch, a)
+		if len(batch) < f.opts.MaxBatch {
+			return nil
+		}
+		err := f.ingest(ctx, cur, batch)
+		batch = batch[:0]
+		return err
+	})
+	var ec *epochChange
+	switch {
+	case errors.As(err, &ec):
+		return ec.epoch, nil
+	case err != nil && ctx.Err() == nil && !isStoreError(err):
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+		return "", err
+	case err != nil:
+		return "", err
+	}
+	if err := check(h.Epoch); err != nil {
+		return h.Epoch, nil
+	}
+	klog.FromContext(ctx).V(2).Info("Listed records", "epoch", h.Epoch, "items", h.Items, "last", h.Seq)
+	return "", f.ingest(ctx, cur, batch)
+}
+
+// storeError marks errors of the store, already counted.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+func isStoreError(err error) bool {
+	var se *storeError
+	return errors.As(err, &se)
 }
 
 func responseError(resp *http.Response) error {
@@ -301,7 +354,7 @@ func (f *Follower) epochChanged(ctx context.Context, cur *store.Cursor, epoch st
 func (f *Follower) persist(ctx context.Context, cur *store.Cursor, items []*record.Attempt) error {
 	if err := f.store.Append(ctx, *cur, items); err != nil {
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageStore).Inc()
-		return fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)
+		return &storeError{fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)}
 	}
 	f.metrics.RecordsReceived.Add(float64(len(items)))
 	c := *cur

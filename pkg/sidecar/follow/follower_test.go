@@ -384,3 +384,41 @@ func TestNewValidatesOptions(t *testing.T) {
 		})
 	}
 }
+
+// countingStore records the size of each Append.
+type countingStore struct {
+	store.Writer
+	mu      sync.Mutex
+	batches []int
+}
+
+func (c *countingStore) Append(ctx context.Context, cur store.Cursor, as []*record.Attempt) error {
+	c.mu.Lock()
+	c.batches = append(c.batches, len(as))
+	c.mu.Unlock()
+	return c.Writer.Append(ctx, cur, as)
+}
+
+func TestListIsStoredInBatches(t *testing.T) {
+	sched := newScheduler(t, 1000, "e1")
+	sched.add(100)
+	st := openStore(t, filepath.Join(t.TempDir(), "db"))
+	cs := &countingStore{Writer: st}
+	follow(t, sched.url(), cs, func(o *Options) { o.MaxBatch = 8 })
+	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 100})
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	total := 0
+	for _, n := range cs.batches {
+		if n > 8 {
+			t.Errorf("a batch of %d records, want at most 8", n)
+		}
+		total += n
+	}
+	if total != 100 {
+		t.Errorf("stored %d records in %v, want 100", total, cs.batches)
+	}
+	if diff := cmp.Diff(seqRange(1, 100), storedSeqs(t, st)); diff != "" {
+		t.Errorf("stored sequences (-want +got):\n%s", diff)
+	}
+}

@@ -95,6 +95,11 @@ func (p *Process) Exited() bool {
 
 // Wait waits for the process to end and returns its error.
 func (p *Process) Wait(timeout time.Duration) error {
+	if p.Exited() {
+		err := <-p.done
+		p.done <- err
+		return err
+	}
 	select {
 	case err := <-p.done:
 		p.done <- err

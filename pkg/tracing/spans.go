@@ -1,0 +1,306 @@
+package tracing
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// Framework status codes, as the record spells them.
+const (
+	codeSuccess                      = "Success"
+	codeError                        = "Error"
+	codeUnschedulable                = "Unschedulable"
+	codeUnschedulableAndUnresolvable = "UnschedulableAndUnresolvable"
+)
+
+// knownPoints are the extension points named as spans.
+var knownPoints = map[string]bool{
+	record.PreFilter: true, record.Filter: true, record.PostFilter: true,
+	record.PreScore: true, record.Score: true, record.NormalizeScore: true,
+	record.Reserve: true, record.Unreserve: true, record.Permit: true,
+	record.WaitOnPermit: true, record.PreBind: true, record.Bind: true, record.PostBind: true,
+}
+
+// bindingPoints run in the binding cycle. Unreserve runs in either cycle.
+var bindingPoints = map[string]bool{
+	record.WaitOnPermit: true, record.PreBind: true, record.Bind: true, record.PostBind: true,
+}
+
+// buildTrace creates and ends the spans of rec, under the span of ctx if
+// any, and returns the root span's context. When the root is not sampled,
+// no other span is created.
+func buildTrace(ctx context.Context, tracer trace.Tracer, rec *record.Attempt, links []trace.Link) trace.SpanContext {
+	tm := rec.Timing
+	start, end := tm.Started, tm.Finished
+	if !tm.Queued.IsZero() && (start.IsZero() || tm.Queued.Before(start)) {
+		start = tm.Queued
+	}
+	if end.Before(start) {
+		end = start
+	}
+	ctx, root := tracer.Start(ctx, SpanAttempt,
+		trace.WithTimestamp(start),
+		trace.WithLinks(links...),
+		trace.WithAttributes(rootAttributes(rec)...),
+	)
+	defer root.End(trace.WithTimestamp(end))
+	if !root.IsRecording() {
+		return root.SpanContext()
+	}
+	if rec.Result != record.ResultScheduled {
+		root.SetStatus(codes.Error, rec.Message)
+	}
+
+	if !tm.Queued.IsZero() && tm.QueueWait > 0 {
+		_, s := tracer.Start(ctx, SpanQueueWait, trace.WithTimestamp(tm.Queued))
+		s.End(trace.WithTimestamp(tm.Queued.Add(tm.QueueWait)))
+	}
+
+	schedCtx, schedSpan := tracer.Start(ctx, SpanSchedulingCycle, trace.WithTimestamp(tm.Started))
+	schedEnd := tm.Started.Add(tm.SchedulingCycle)
+	var bindCtx context.Context
+	var bindSpan trace.Span
+	var bindStart time.Time
+	if tm.BindingCycle > 0 {
+		bindStart = tm.Finished.Add(-tm.BindingCycle)
+		bindCtx, bindSpan = tracer.Start(ctx, SpanBindingCycle,
+			trace.WithTimestamp(bindStart),
+			trace.WithAttributes(BindCallKey.Float64(tm.BindCall.Seconds())),
+		)
+	}
+
+	plugins := map[string][]record.PluginRun{}
+	for _, p := range rec.Plugins {
+		plugins[p.Point] = append(plugins[p.Point], p)
+	}
+	seen := map[string]bool{}
+	for _, p := range rec.Points {
+		parent := schedCtx
+		pEnd := p.Start.Add(p.Duration)
+		if bindSpan != nil && (bindingPoints[p.Point] || (p.Point == record.Unreserve && !p.Start.Before(bindStart))) {
+			parent = bindCtx
+		} else if tm.SchedulingCycle == 0 && pEnd.After(schedEnd) {
+			// No recorded cycle end: the cycle spans its points.
+			schedEnd = pEnd
+		}
+		span := pointSpan(parent, tracer, p)
+		// Plugin totals and per-node detail cover every run of the point;
+		// they go on its first run.
+		if !seen[p.Point] {
+			seen[p.Point] = true
+			addPluginEvents(span, plugins[p.Point], pEnd)
+			switch p.Point {
+			case record.Filter:
+				addVerdictEvents(span, rec.Filter, pEnd)
+			case record.Score:
+				addScoreEvents(span, rec.Scores, pEnd)
+			}
+		}
+		span.End(trace.WithTimestamp(pEnd))
+	}
+	// Without a Filter or Score span, the detail goes on the cycle.
+	if !seen[record.Filter] {
+		addVerdictEvents(schedSpan, rec.Filter, schedEnd)
+	}
+	if !seen[record.Score] {
+		addScoreEvents(schedSpan, rec.Scores, schedEnd)
+	}
+	schedSpan.End(trace.WithTimestamp(schedEnd))
+	if bindSpan != nil {
+		bindSpan.End(trace.WithTimestamp(tm.Finished))
+	}
+	return root.SpanContext()
+}
+
+// rootAttributes describes the attempt. ResultKey and LatencyKey are read
+// by the sampler.
+func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
+	latency := time.Duration(0)
+	if !rec.Timing.Started.IsZero() && rec.Timing.Finished.After(rec.Timing.Started) {
+		latency = rec.Timing.Finished.Sub(rec.Timing.Started)
+	}
+	attrs := []attribute.KeyValue{
+		semconv.K8SPodName(rec.Pod.Name),
+		semconv.K8SNamespaceName(rec.Pod.Namespace),
+		semconv.K8SPodUID(rec.Pod.UID),
+		ProfileKey.String(rec.Profile),
+		AttemptKey.Int(rec.Attempt),
+		ResultKey.String(string(rec.Result)),
+		LatencyKey.Float64(latency.Seconds()),
+		NodesTotalKey.Int(rec.Nodes.Total),
+		NodesEvaluatedKey.Int(rec.Nodes.Evaluated),
+		NodesFeasibleKey.Int(rec.Nodes.Feasible),
+	}
+	if rec.SelectedNode != "" {
+		attrs = append(attrs, semconv.K8SNodeName(rec.SelectedNode))
+	}
+	if rec.Result != record.ResultScheduled {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(string(rec.Result)))
+	}
+	if rec.Message != "" {
+		attrs = append(attrs, MessageKey.String(rec.Message))
+	}
+	if rec.FailedPoint != "" {
+		attrs = append(attrs, FailedPointKey.String(rec.FailedPoint))
+		for _, p := range rec.Points {
+			if p.Point == rec.FailedPoint && p.Code != codeSuccess && p.Plugin != "" {
+				attrs = append(attrs, PluginKey.String(p.Plugin))
+				break
+			}
+		}
+	}
+	if rec.NominatedNode != "" {
+		attrs = append(attrs, NominatedNodeKey.String(rec.NominatedNode))
+	}
+	if len(rec.Victims) > 0 {
+		names := make([]string, 0, min(len(rec.Victims), maxVictims))
+		for _, v := range rec.Victims[:min(len(rec.Victims), maxVictims)] {
+			names = append(names, v.Namespace+"/"+v.Name)
+		}
+		attrs = append(attrs, VictimsCountKey.Int(len(rec.Victims)), VictimsKey.StringSlice(names))
+	}
+	if h := rejections(rec.Filter); len(h) > 0 {
+		attrs = append(attrs, RejectionsKey.StringSlice(h))
+	}
+	if rec.Scores != nil && rec.Scores.SkippedReason != "" {
+		attrs = append(attrs, ScoringSkippedKey.String(rec.Scores.SkippedReason))
+	}
+	return attrs
+}
+
+// rejections is the histogram of rejected nodes per Filter plugin, as
+// "Plugin=nodes", most nodes first.
+func rejections(groups []record.VerdictGroup) []string {
+	counts := map[string]int{}
+	for _, g := range groups {
+		if g.Verdict == record.VerdictRejected {
+			counts[g.Plugin] += len(g.Nodes)
+		}
+	}
+	plugins := make([]string, 0, len(counts))
+	for p := range counts {
+		plugins = append(plugins, p)
+	}
+	slices.SortFunc(plugins, func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
+	})
+	h := make([]string, len(plugins))
+	for i, p := range plugins {
+		h[i] = fmt.Sprintf("%s=%d", p, counts[p])
+	}
+	return h
+}
+
+// pointSpan starts the span of one extension point run. The caller ends it.
+func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trace.Span {
+	name := p.Point
+	attrs := []attribute.KeyValue{CodeKey.String(p.Code)}
+	if !knownPoints[name] {
+		name = spanOtherPoint
+	}
+	if p.Plugin != "" {
+		attrs = append(attrs, PluginKey.String(p.Plugin))
+	}
+	if len(p.Reasons) > 0 {
+		attrs = append(attrs, ReasonsKey.StringSlice(p.Reasons))
+	}
+	switch p.Code {
+	case codeError, codeUnschedulable, codeUnschedulableAndUnresolvable:
+		attrs = append(attrs, semconv.ErrorTypeKey.String(p.Code))
+	}
+	_, span := tracer.Start(ctx, name, trace.WithTimestamp(p.Start), trace.WithAttributes(attrs...))
+	switch p.Code {
+	case codeError, codeUnschedulable, codeUnschedulableAndUnresolvable:
+		desc := p.Code
+		if p.Plugin != "" {
+			desc = p.Plugin + ": " + desc
+		}
+		if len(p.Reasons) > 0 {
+			desc += ": " + strings.Join(p.Reasons, "; ")
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	return span
+}
+
+// addPluginEvents records each plugin's total time at a point.
+func addPluginEvents(span trace.Span, runs []record.PluginRun, at time.Time) {
+	for _, r := range runs {
+		attrs := []attribute.KeyValue{
+			PluginKey.String(r.Plugin),
+			PluginDurationKey.Float64(r.Duration.Seconds()),
+			PluginCallsKey.Int64(r.Calls),
+		}
+		if r.Code != "" {
+			attrs = append(attrs, CodeKey.String(r.Code))
+		}
+		if len(r.Reasons) > 0 {
+			attrs = append(attrs, ReasonsKey.StringSlice(r.Reasons))
+		}
+		if r.PermitWait > 0 {
+			attrs = append(attrs, PermitWaitKey.Float64(r.PermitWait.Seconds()))
+		}
+		span.AddEvent(EventPlugin, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+}
+
+// addVerdictEvents records the Filter verdict groups other than passed,
+// the largest maxVerdictEvents first.
+func addVerdictEvents(span trace.Span, groups []record.VerdictGroup, at time.Time) {
+	var shown []record.VerdictGroup
+	for _, g := range groups {
+		if g.Verdict != record.VerdictPassed {
+			shown = append(shown, g)
+		}
+	}
+	slices.SortStableFunc(shown, func(a, b record.VerdictGroup) int { return cmp.Compare(len(b.Nodes), len(a.Nodes)) })
+	for _, g := range shown[:min(len(shown), maxVerdictEvents)] {
+		attrs := []attribute.KeyValue{
+			NodeCountKey.Int(len(g.Nodes)),
+			NodesSampleKey.StringSlice(g.Nodes[:min(len(g.Nodes), maxNodesSample)]),
+		}
+		name := EventNodesRejected
+		if g.Verdict == record.VerdictNotEvaluated {
+			name = EventNodesNotEvaluated
+			attrs = append(attrs, NotEvaluatedReasonKey.String(g.NotEvaluatedReason))
+		} else {
+			attrs = append(attrs, PluginKey.String(g.Plugin), CodeKey.String(g.Code))
+			if len(g.Reasons) > 0 {
+				attrs = append(attrs, ReasonsKey.StringSlice(g.Reasons))
+			}
+		}
+		span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+}
+
+// addScoreEvents records the maxTopScores highest scored nodes.
+func addScoreEvents(span trace.Span, scores *record.Scores, at time.Time) {
+	if scores == nil {
+		return
+	}
+	for i, n := range scores.Nodes[:min(len(scores.Nodes), maxTopScores)] {
+		perPlugin := make([]string, 0, len(scores.Plugins))
+		for j, p := range scores.Plugins {
+			if j < len(n.Weighted) {
+				perPlugin = append(perPlugin, fmt.Sprintf("%s=%d", p.Name, n.Weighted[j]))
+			}
+		}
+		span.AddEvent(EventNodeScore, trace.WithTimestamp(at), trace.WithAttributes(
+			semconv.K8SNodeName(n.Node),
+			ScoreRankKey.Int(i+1),
+			ScoreTotalKey.Int64(n.Total),
+			ScorePluginsKey.StringSlice(perPlugin),
+		))
+	}
+}

@@ -1,0 +1,265 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+	v1 "k8s.io/api/core/v1"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/lru"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+const (
+	// ScopeName is the instrumentation scope of schedscope's spans.
+	ScopeName = "github.com/schedscope/schedscope/pkg/tracing"
+	// ServiceName is the service.name of the scheduler's traces.
+	ServiceName = "schedscope-scheduler"
+	// TraceparentAnnotation, set on a pod to a W3C traceparent
+	// ("00-<trace-id>-<span-id>-<flags>"), makes every scheduling attempt of
+	// the pod a child of that span, e.g. of the span of the deployment tool
+	// that created the pod. A malformed value is ignored.
+	TraceparentAnnotation = "schedscope.io/traceparent"
+)
+
+// Defaults of Options.
+const (
+	DefaultSlowThreshold    = time.Second
+	DefaultQueueSize        = 4096
+	DefaultPreviousAttempts = 10000
+
+	batchSize     = 512
+	batchTimeout  = time.Second
+	exportTimeout = 10 * time.Second
+)
+
+// Options tune a Tracer. The zero value gives the defaults.
+type Options struct {
+	// SlowThreshold: an attempt that spent longer than this in the
+	// scheduler (queue wait excluded) is always sampled. 0 means
+	// DefaultSlowThreshold, a negative value turns the rule off.
+	SlowThreshold time.Duration
+	// QueueSize bounds the spans waiting for export; when it is full,
+	// further spans are dropped and counted. 0 means DefaultQueueSize.
+	QueueSize int
+	// PreviousAttempts bounds the pods whose last traced attempt is
+	// remembered, to link the next attempt to it. 0 means
+	// DefaultPreviousAttempts.
+	PreviousAttempts int
+	// Profiles are the scheduler's profile names, set on the resource.
+	Profiles []string
+	// Version is the service.version; empty means the binary's version.
+	Version string
+
+	// Exporter, if set, replaces the OTLP gRPC exporter; it still sits
+	// behind the bounded queue.
+	Exporter sdktrace.SpanExporter
+	// TracerProvider, if set, replaces the whole pipeline: the Tracer
+	// creates its spans there and neither samples, queues, exports nor shuts
+	// it down. Give it NewSampler to keep schedscope's sampling rules.
+	TracerProvider trace.TracerProvider
+}
+
+// Tracer turns finished scheduling attempts into traces. Its methods are
+// safe for concurrent use, and a nil *Tracer traces nothing.
+type Tracer struct {
+	tracer     trace.Tracer
+	provider   *sdktrace.TracerProvider
+	queue      *queueProcessor
+	propagator propagation.TextMapPropagator
+	// previous maps a pod UID to the root span of its last traced attempt.
+	previous *lru.Cache
+
+	malformed atomic.Uint64
+}
+
+// previousAttempt is what a Tracer remembers of a pod's last traced attempt.
+type previousAttempt struct {
+	span    trace.SpanContext
+	attempt int
+}
+
+// New returns a Tracer exporting to cfg's endpoint with cfg's sampling
+// rate. A nil cfg means tracing is off: New returns a nil Tracer.
+func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options) (*Tracer, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	if err := validateConfig(cfg); err != nil {
+		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
+	}
+	if opts.SlowThreshold == 0 {
+		opts.SlowThreshold = DefaultSlowThreshold
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.PreviousAttempts <= 0 {
+		opts.PreviousAttempts = DefaultPreviousAttempts
+	}
+	if opts.Version == "" {
+		opts.Version = version.Get().GitVersion
+	}
+	t := &Tracer{
+		propagator: propagation.TraceContext{},
+		previous:   lru.New(opts.PreviousAttempts),
+	}
+	provider := opts.TracerProvider
+	if provider == nil {
+		exporter := opts.Exporter
+		if exporter == nil {
+			grpcOpts := []otlptracegrpc.Option{otlptracegrpc.WithInsecure()}
+			if cfg.Endpoint != nil {
+				grpcOpts = append(grpcOpts, otlptracegrpc.WithEndpoint(*cfg.Endpoint))
+			}
+			// The client connects lazily: an unreachable collector is not an
+			// error here, only failed exports later.
+			var err error
+			if exporter, err = otlptracegrpc.New(ctx, grpcOpts...); err != nil {
+				return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
+			}
+		}
+		res, err := newResource(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		logger := klog.LoggerWithName(klog.FromContext(ctx), "tracing")
+		t.queue = newQueueProcessor(logger, exporter, opts.QueueSize, batchSize, batchTimeout, exportTimeout)
+		t.provider = sdktrace.NewTracerProvider(
+			sdktrace.WithSampler(NewSampler(cfg.SamplingRatePerMillion, opts.SlowThreshold)),
+			sdktrace.WithSpanProcessor(t.queue),
+			sdktrace.WithResource(res),
+		)
+		provider = t.provider
+	}
+	t.tracer = provider.Tracer(ScopeName, trace.WithInstrumentationVersion(opts.Version), trace.WithSchemaURL(semconv.SchemaURL))
+	return t, nil
+}
+
+// newResource describes the scheduler: service name and version, profiles
+// and host.
+func newResource(ctx context.Context, opts Options) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{
+		semconv.ServiceName(ServiceName),
+		semconv.ServiceVersion(opts.Version),
+	}
+	if len(opts.Profiles) > 0 {
+		attrs = append(attrs, ProfilesKey.StringSlice(opts.Profiles))
+	}
+	res, err := resource.New(ctx,
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(attrs...),
+		resource.WithHost(),
+		resource.WithTelemetrySDK(),
+	)
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("describing the tracing resource: %w", err)
+	}
+	return res, nil
+}
+
+// Trace exports the spans of rec, an attempt of pod, and returns the trace
+// ID, or "" when the attempt is not sampled. It never blocks on the
+// collector. pod may be nil; it is read only for TraceparentAnnotation.
+func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
+	if t == nil || rec == nil {
+		return ""
+	}
+	ctx := t.parentContext(pod)
+	var links []trace.Link
+	if prev, ok := t.previous.Get(rec.Pod.UID); ok && rec.Pod.UID != "" {
+		p := prev.(previousAttempt)
+		links = append(links, trace.Link{
+			SpanContext: p.span,
+			Attributes:  []attribute.KeyValue{PreviousAttemptKey.Int(p.attempt)},
+		})
+	}
+	root := buildTrace(ctx, t.tracer, rec, links)
+	if !root.IsSampled() {
+		return ""
+	}
+	if rec.Pod.UID != "" {
+		if rec.Result == record.ResultScheduled {
+			// The pod has no further attempt to link.
+			t.previous.Remove(rec.Pod.UID)
+		} else {
+			t.previous.Add(rec.Pod.UID, previousAttempt{span: root, attempt: rec.Attempt})
+		}
+	}
+	return root.TraceID().String()
+}
+
+// parentContext returns a context holding the remote span of pod's
+// TraceparentAnnotation, or an empty context.
+func (t *Tracer) parentContext(pod *v1.Pod) context.Context {
+	ctx := context.Background()
+	if pod == nil {
+		return ctx
+	}
+	value, ok := pod.Annotations[TraceparentAnnotation]
+	if !ok {
+		return ctx
+	}
+	ctx = t.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": value})
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		t.malformed.Add(1)
+		return context.Background()
+	}
+	return ctx
+}
+
+// MalformedTraceparents counts the pods whose TraceparentAnnotation could
+// not be parsed; their attempts were traced as new traces.
+func (t *Tracer) MalformedTraceparents() uint64 {
+	if t == nil {
+		return 0
+	}
+	return t.malformed.Load()
+}
+
+// DroppedSpans counts the spans dropped because the export queue was full
+// (or the Tracer was shut down). It is 0 with Options.TracerProvider.
+func (t *Tracer) DroppedSpans() uint64 {
+	if t == nil || t.queue == nil {
+		return 0
+	}
+	return t.queue.Dropped()
+}
+
+// FailedSpans counts the spans whose export to the collector failed.
+func (t *Tracer) FailedSpans() uint64 {
+	if t == nil || t.queue == nil {
+		return 0
+	}
+	return t.queue.Failed()
+}
+
+// ForceFlush exports the spans queued so far.
+func (t *Tracer) ForceFlush(ctx context.Context) error {
+	if t == nil || t.provider == nil {
+		return nil
+	}
+	return t.provider.ForceFlush(ctx)
+}
+
+// Shutdown exports the queued spans and releases the exporter, giving up
+// when ctx ends. Spans traced afterwards are dropped.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil || t.provider == nil {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
+}
