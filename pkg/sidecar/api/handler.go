@@ -34,6 +34,11 @@ type Config struct {
 	TraceURL string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// StillPending, when set, reports whether a pod whose latest recorded
+	// attempt failed is still waiting: it exists and has no node. Pods for
+	// which it returns false (deleted, or bound without a record the
+	// sidecar received) are left out of /api/v1/pending.
+	StillPending func(store.PodStatus) bool
 }
 
 type handler struct {
@@ -265,10 +270,28 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 			h.fail(w, r, err)
 			return
 		}
-		items, err := h.Store.Pods(r.Context(), store.PodListOptions{PendingOnly: pendingOnly, Namespaces: nss, Limit: limit})
+		filter := pendingOnly && h.StillPending != nil
+		fetch := limit
+		if filter {
+			// Leave room for the pods the filter drops.
+			fetch = 2 * limit
+		}
+		items, err := h.Store.Pods(r.Context(), store.PodListOptions{PendingOnly: pendingOnly, Namespaces: nss, Limit: fetch})
 		if err != nil {
 			h.fail(w, r, err)
 			return
+		}
+		if filter {
+			kept := items[:0]
+			for _, it := range items {
+				if h.StillPending(it) {
+					kept = append(kept, it)
+				}
+			}
+			items = kept
+		}
+		if len(items) > limit {
+			items = items[:limit]
 		}
 		writeJSON(w, http.StatusOK, PodList{Restricted: nss != nil, Namespaces: nss, Items: items})
 	}

@@ -330,3 +330,53 @@ func TestAuthorizerFailureIsNotAnEmptyAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := recordtest.Base
+	as := []*record.Attempt{
+		recordtest.MakeAttempt("a", "deleted", "uid-1").Finished(t0).Unschedulable("no").Obj(),
+		recordtest.MakeAttempt("a", "waiting", "uid-2").Finished(t0.Add(time.Second)).Unschedulable("no").Obj(),
+	}
+	for i, a := range as {
+		a.Seq = uint64(i + 1)
+	}
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e", Seq: 2}, as); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{
+		Store: st, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}},
+		StillPending: func(p store.PodStatus) bool { return p.Pod.UID != "uid-1" },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	e := &env{srv: srv}
+	for path, want := range map[string][]string{
+		"/api/v1/pending":         {"a/waiting"},
+		"/api/v1/pending?limit=1": {"a/waiting"},
+		"/api/v1/pods":            {"a/waiting", "a/deleted"},
+	} {
+		code, body := e.get(t, "alice", path)
+		if code != 200 {
+			t.Fatalf("%s: status %d: %s", path, code, body)
+		}
+		var list PodList
+		if err := json.Unmarshal(body, &list); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range list.Items {
+			got = append(got, p.Pod.Namespace+"/"+p.Pod.Name)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", path, diff)
+		}
+	}
+}

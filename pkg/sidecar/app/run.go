@@ -98,10 +98,28 @@ func (o *Options) Run(ctx context.Context) error {
 		return fmt.Errorf("delegated authorization: %w", err)
 	}
 
-	apiHandler, err := api.New(api.Config{
+	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
 		Status: func() any { return f.Status() }, TraceURL: o.TraceURL,
-	})
+	}
+	if o.ClusterHealth {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		factory := informers.NewSharedInformerFactory(client, 0)
+		if _, err := health.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
+			return err
+		}
+		apiConfig.StillPending = health.StillPending(factory.Core().V1().Pods())
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+	}
+	apiHandler, err := api.New(apiConfig)
 	if err != nil {
 		return err
 	}
@@ -119,23 +137,6 @@ func (o *Options) Run(ctx context.Context) error {
 	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), authn.Authenticator, authz.Authorizer))
 	mux.Handle(api.Prefix, apiHandler)
 	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
-
-	if o.ClusterHealth {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
-		factory := informers.NewSharedInformerFactory(client, 0)
-		if _, err := health.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
-			return err
-		}
-		factory.Start(ctx.Done())
-		defer factory.Shutdown()
-	}
 
 	probeClient, err := o.probeClient()
 	if err != nil {

@@ -1,0 +1,27 @@
+package health
+
+import (
+	coreinformers "k8s.io/client-go/informers/core/v1"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// StillPending returns a check that a pod the store lists as pending still
+// waits in the cluster: it exists with the same UID and has no node. Until
+// the pod informer has synced every pod counts as still pending.
+func StillPending(pods coreinformers.PodInformer) func(store.PodStatus) bool {
+	informer, lister := pods.Informer(), pods.Lister()
+	return func(p store.PodStatus) bool {
+		if !informer.HasSynced() {
+			return true
+		}
+		pod, err := lister.Pods(p.Pod.Namespace).Get(p.Pod.Name)
+		if err != nil {
+			return false
+		}
+		if p.Pod.UID != "" && string(pod.UID) != p.Pod.UID {
+			return false
+		}
+		return pod.Spec.NodeName == ""
+	}
+}
