@@ -1,6 +1,8 @@
 package follow
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,30 +12,73 @@ import (
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
-// EventDecoder reads the events of a watch: newline-delimited JSON objects.
+// MaxEventBytes bounds one line of a watch: far above the largest record
+// (a few MB for tens of thousands of nodes), low enough that a broken
+// stream cannot exhaust memory.
+const MaxEventBytes = 256 << 20
+
+// EventDecoder reads the events of a watch: one JSON object per line, as
+// the stream server writes them.
 type EventDecoder struct {
-	dec *json.Decoder
-	n   int
+	r *bufio.Reader
+	n int
 }
 
 // NewEventDecoder returns a decoder reading from r.
 func NewEventDecoder(r io.Reader) *EventDecoder {
-	return &EventDecoder{dec: json.NewDecoder(r)}
+	return &EventDecoder{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// ReadLine returns the next non-blank line and its event number (from 1),
+// or io.EOF at the clean end of the stream.
+func (d *EventDecoder) ReadLine() ([]byte, int, error) {
+	for {
+		var line []byte
+		for {
+			chunk, err := d.r.ReadSlice('\n')
+			line = append(line, chunk...)
+			if len(line) > MaxEventBytes {
+				return nil, d.n + 1, fmt.Errorf("watch event %d is longer than %d bytes", d.n+1, MaxEventBytes)
+			}
+			if err == nil {
+				break
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				if len(bytes.TrimSpace(line)) == 0 {
+					return nil, d.n, io.EOF
+				}
+				return nil, d.n + 1, fmt.Errorf("watch event %d: %w", d.n+1, io.ErrUnexpectedEOF)
+			}
+			return nil, d.n + 1, fmt.Errorf("reading watch event %d: %w", d.n+1, err)
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			d.n++
+			return line, d.n, nil
+		}
+	}
 }
 
 // Next returns the next event, io.EOF at the clean end of the stream, or an
 // error naming the event that could not be decoded.
 func (d *EventDecoder) Next() (stream.Event, error) {
-	var ev stream.Event
-	if err := d.dec.Decode(&ev); err != nil {
-		if errors.Is(err, io.EOF) {
-			return ev, io.EOF
-		}
-		return ev, fmt.Errorf("decoding watch event %d: %w", d.n+1, err)
+	line, n, err := d.ReadLine()
+	if err != nil {
+		return stream.Event{}, err
 	}
-	d.n++
+	return DecodeEvent(line, n)
+}
+
+// DecodeEvent decodes and validates event number n of a watch.
+func DecodeEvent(line []byte, n int) (stream.Event, error) {
+	var ev stream.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return ev, fmt.Errorf("decoding watch event %d: %w", n, err)
+	}
 	if err := ValidateEvent(ev); err != nil {
-		return ev, fmt.Errorf("watch event %d: %w", d.n, err)
+		return ev, fmt.Errorf("watch event %d: %w", n, err)
 	}
 	return ev, nil
 }

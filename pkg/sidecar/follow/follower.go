@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -432,14 +433,32 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 	defer f.update(func(s *Status) { s.Watching = false })
 	f.touch()
 
-	events := make(chan decoded, f.opts.MaxBatch)
+	// Decoding a large record takes milliseconds: lines are decoded on
+	// every CPU while the reader moves on, and taken back in order.
+	futures := make(chan chan decoded, f.opts.MaxBatch)
 	go func() {
-		defer close(events)
+		defer close(futures)
 		dec := NewEventDecoder(resp.Body)
+		workers := make(chan struct{}, runtime.GOMAXPROCS(0))
 		for {
-			ev, err := dec.Next()
+			line, n, err := dec.ReadLine()
+			fut := make(chan decoded, 1)
+			if err != nil {
+				fut <- decoded{err: err}
+			} else {
+				select {
+				case workers <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				go func() {
+					ev, err := DecodeEvent(line, n)
+					<-workers
+					fut <- decoded{ev: ev, err: err}
+				}()
+			}
 			select {
-			case events <- decoded{ev: ev, err: err}:
+			case futures <- fut:
 			case <-ctx.Done():
 				return
 			}
@@ -448,6 +467,12 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 			}
 		}
 	}()
+	next := func(fut chan decoded, ok bool) decoded {
+		if !ok {
+			return decoded{err: io.EOF}
+		}
+		return <-fut
+	}
 
 	idle := time.NewTimer(f.opts.IdleTimeout)
 	defer idle.Stop()
@@ -459,7 +484,8 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 			return ctx.Err()
 		case <-idle.C:
 			return fmt.Errorf("watch sent nothing for %v", f.opts.IdleTimeout)
-		case d = <-events:
+		case fut, ok := <-futures:
+			d = next(fut, ok)
 		}
 		batch = batch[:0]
 		var end error
@@ -476,7 +502,8 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 				break
 			}
 			select {
-			case d = <-events:
+			case fut, ok := <-futures:
+				d = next(fut, ok)
 			default:
 				break drain
 			}
