@@ -80,6 +80,14 @@ func (b *Buffer) After(since uint64) (items []*record.Attempt, changed <-chan st
 	return items, b.changed, oldest, true
 }
 
+// Oldest returns the sequence of the oldest buffered record, or Last()+1 when
+// the buffer is empty.
+func (b *Buffer) Oldest() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.oldestLocked()
+}
+
 // Last returns the newest sequence.
 func (b *Buffer) Last() uint64 {
 	b.mu.Lock()

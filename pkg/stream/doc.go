@@ -3,7 +3,7 @@
 //
 // A list (GET /v1/records) returns the buffered records with their
 // monotonically increasing sequence numbers, the last sequence and the
-// stream's epoch. A watch (GET /v1/records?watch=true&since=N&epoch=E)
+// stream's epoch; with since=N it returns only the records after N. A watch (GET /v1/records?watch=true&since=N&epoch=E)
 // streams every record after N, in order, as newline-delimited JSON events.
 // A watch from a sequence the buffer has already dropped, or from another
 // epoch (the scheduler restarted), is answered with 410 Gone so the client

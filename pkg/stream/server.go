@@ -41,8 +41,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		watch = b
 	}
+	// Without since, a list returns everything buffered and a watch starts
+	// after the newest record.
 	var since uint64
-	if v := q.Get(ParamSince); v != "" {
+	sinceGiven := q.Has(ParamSince)
+	if v := q.Get(ParamSince); sinceGiven {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %q is not a sequence number", ParamSince, v))
@@ -57,6 +60,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if last := s.buf.Last(); since > last {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("parameter %q: %d is ahead of the stream's last sequence %d", ParamSince, since, last))
 		return
+	}
+	if !sinceGiven {
+		since = s.buf.Last()
+		if !watch {
+			since = s.buf.Oldest() - 1
+		}
 	}
 	if watch {
 		s.serveWatch(w, r, since)

@@ -34,6 +34,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
+	"github.com/schedscope/schedscope/pkg/metrics"
 	"github.com/schedscope/schedscope/pkg/plugins/observe"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
@@ -111,7 +112,15 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	}()
 
 	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
-	recorder := observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize})
+	streamServer := stream.NewServer(buffer, recordOpts.Bookmark)
+	var recorder *observe.Recorder
+	m := metrics.Register(metrics.Sources{
+		BufferedRecords: func() float64 { n, _, _ := buffer.Stats(); return float64(n) },
+		EvictedRecords:  func() float64 { _, _, evicted := buffer.Stats(); return float64(evicted) },
+		DroppedRecords:  func() float64 { return float64(recorder.Dropped()) },
+		StreamWatchers:  func() float64 { return float64(streamServer.Watchers()) },
+	})
+	recorder = observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize, OnRecord: m.ObserveRecord})
 	cc, sched, err := Setup(ctx, opts, recorder, registryOptions...)
 	if err != nil {
 		return err
@@ -124,7 +133,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 		if err != nil {
 			return fmt.Errorf("--record-stream-address: %w", err)
 		}
-		srv := &http.Server{Handler: streamMux(stream.NewServer(buffer, recordOpts.Bookmark))}
+		srv := &http.Server{Handler: streamMux(streamServer)}
 		go func() {
 			<-ctx.Done()
 			_ = srv.Close()

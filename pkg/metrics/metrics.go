@@ -1,0 +1,254 @@
+// Package metrics defines schedscope's scheduler metrics. They are
+// component-base metrics, so they appear on the scheduler's own /metrics next
+// to upstream's scheduler_* metrics. Every attempt is counted (unlike
+// upstream's sampled plugin metrics), and labels come only from closed sets:
+// profile, plugin, extension point, status code and result.
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+const namespace = "schedscope"
+
+// Label names.
+const (
+	labelProfile = "profile"
+	labelResult  = "result"
+	labelPlugin  = "plugin"
+	labelCode    = "code"
+	labelPoint   = "extension_point"
+)
+
+// Sources reads the values that live elsewhere: the record pipeline and the
+// tracer. A nil function reports zero.
+type Sources struct {
+	// BufferedRecords is the number of records in the stream buffer.
+	BufferedRecords func() float64
+	// EvictedRecords counts records overwritten in the stream buffer.
+	EvictedRecords func() float64
+	// DroppedRecords counts attempts that never became records.
+	DroppedRecords func() float64
+	// StreamWatchers is the number of open watches of the record stream.
+	StreamWatchers func() float64
+	// DroppedSpans counts spans dropped before export.
+	DroppedSpans func() float64
+	// MalformedTraceparents counts pods whose traceparent annotation was ignored.
+	MalformedTraceparents func() float64
+}
+
+// Metrics are the scheduler's schedscope metrics.
+type Metrics struct {
+	Attempts              *metrics.CounterVec
+	AttemptDuration       *metrics.HistogramVec
+	QueueWait             *metrics.HistogramVec
+	UnschedulableByPlugin *metrics.CounterVec
+	FilterVerdicts        *metrics.CounterVec
+	PluginDuration        *metrics.HistogramVec
+	NormalizedScore       *metrics.HistogramVec
+	WeightedScore         *metrics.HistogramVec
+	pipeline              *pipelineCollector
+}
+
+// New returns unregistered metrics reading sources.
+func New(sources Sources) *Metrics {
+	return &Metrics{
+		Attempts: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: "attempts", Name: "total",
+			Help:           "Scheduling attempts by profile and result (scheduled, unschedulable, error).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelResult}),
+		AttemptDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: namespace, Subsystem: "attempt", Name: "duration_seconds",
+			Help: "Time from the start of the scheduling cycle to the end of the attempt (bound, or handed back to the queue).",
+			// 100µs to ~100s: fast cycles on small clusters up to slow binds and permit waits.
+			Buckets:        metrics.ExponentialBuckets(0.0001, 2, 20),
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelResult}),
+		QueueWait: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: namespace, Subsystem: "attempt", Name: "queue_wait_seconds",
+			Help: "Time a pod waited in the scheduling queue before the attempt.",
+			// 100µs to ~30 min: immediate pops up to pods parked as unschedulable.
+			Buckets:        metrics.ExponentialBuckets(0.0001, 3, 16),
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelResult}),
+		UnschedulableByPlugin: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: "attempt", Name: "unschedulable_by_plugin_total",
+			Help:           "Unschedulable attempts by each plugin that rejected at least one node (or the pod, at PreFilter).",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelPlugin}),
+		FilterVerdicts: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: "filter", Name: "verdicts_total",
+			Help:           "Filter verdicts on nodes by plugin and status code: Success for a node the plugin passed, else the code it rejected with.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelPlugin, labelCode}),
+		PluginDuration: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: namespace, Subsystem: "plugin", Name: "duration_seconds",
+			Help: "Time a plugin took at an extension point in one attempt, summed over nodes for Filter and Score. Not sampled.",
+			// 1µs to ~1s.
+			Buckets:        metrics.ExponentialBuckets(0.000001, 4, 11),
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelPlugin, labelPoint}),
+		NormalizedScore: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: namespace, Subsystem: "score", Name: "normalized",
+			Help: "Normalized score a plugin gave each scored node.",
+			// Scores range from 0 to 100.
+			Buckets:        metrics.LinearBuckets(0, 10, 11),
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelPlugin}),
+		WeightedScore: metrics.NewHistogramVec(&metrics.HistogramOpts{
+			Namespace: namespace, Subsystem: "score", Name: "weighted",
+			Help: "Weighted score (normalized times the plugin's weight) a plugin gave each scored node.",
+			// 0 up to 100 x weights in the hundreds.
+			Buckets:        []float64{0, 10, 25, 50, 100, 200, 300, 500, 1000, 2500, 10000},
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelPlugin}),
+		pipeline: newPipelineCollector(sources),
+	}
+}
+
+func (m *Metrics) registerables() []metrics.Registerable {
+	return []metrics.Registerable{m.Attempts, m.AttemptDuration, m.QueueWait, m.UnschedulableByPlugin,
+		m.FilterVerdicts, m.PluginDuration, m.NormalizedScore, m.WeightedScore}
+}
+
+// Registry is where metrics are registered: a metrics.KubeRegistry, or the
+// global registry.
+type Registry interface {
+	MustRegister(...metrics.Registerable)
+	CustomMustRegister(...metrics.StableCollector)
+}
+
+// RegisterTo registers the metrics with r.
+func (m *Metrics) RegisterTo(r Registry) {
+	r.MustRegister(m.registerables()...)
+	r.CustomMustRegister(m.pipeline)
+}
+
+var (
+	registerOnce sync.Once
+	registered   *Metrics
+)
+
+// Register creates the metrics and registers them with the global registry
+// served at the scheduler's /metrics. Only the first call registers; every
+// call returns the registered metrics.
+func Register(sources Sources) *Metrics {
+	registerOnce.Do(func() {
+		registered = New(sources)
+		registered.RegisterTo(globalRegistry{})
+	})
+	return registered
+}
+
+// globalRegistry is the registry served at the scheduler's /metrics.
+type globalRegistry struct{}
+
+func (globalRegistry) MustRegister(ms ...metrics.Registerable) { legacyregistry.MustRegister(ms...) }
+func (globalRegistry) CustomMustRegister(cs ...metrics.StableCollector) {
+	legacyregistry.CustomMustRegister(cs...)
+}
+
+// Names returns the names of every metric, for documentation checks.
+func (m *Metrics) Names() []string {
+	var names []string
+	for _, r := range m.registerables() {
+		names = append(names, r.FQName())
+	}
+	for _, d := range m.pipeline.descs {
+		names = append(names, d.name)
+	}
+	return names
+}
+
+// ObserveRecord counts one finished attempt.
+func (m *Metrics) ObserveRecord(rec *record.Attempt) {
+	profile, result := rec.Profile, string(rec.Result)
+	m.Attempts.WithLabelValues(profile, result).Inc()
+	m.AttemptDuration.WithLabelValues(profile, result).Observe(rec.Timing.Finished.Sub(rec.Timing.Started).Seconds())
+	m.QueueWait.WithLabelValues(profile, result).Observe(rec.Timing.QueueWait.Seconds())
+
+	rejectedBy := map[string]int64{}
+	for _, g := range rec.Filter {
+		if g.Verdict == record.VerdictRejected {
+			rejectedBy[g.Plugin] += int64(len(g.Nodes))
+			m.FilterVerdicts.WithLabelValues(profile, g.Plugin, g.Code).Add(float64(len(g.Nodes)))
+		}
+	}
+	for _, p := range rec.Plugins {
+		m.PluginDuration.WithLabelValues(profile, p.Plugin, p.Point).Observe(p.Duration.Seconds())
+		if p.Point == record.Filter {
+			if passed := p.Calls - rejectedBy[p.Plugin]; passed > 0 {
+				m.FilterVerdicts.WithLabelValues(profile, p.Plugin, "Success").Add(float64(passed))
+			}
+		}
+	}
+	if rec.Result == record.ResultUnschedulable {
+		for plugin := range rejectedBy {
+			m.UnschedulableByPlugin.WithLabelValues(profile, plugin).Inc()
+		}
+		for _, p := range rec.PreFilter {
+			if p.Code != "Success" && p.Code != "Skip" {
+				m.UnschedulableByPlugin.WithLabelValues(profile, p.Plugin).Inc()
+			}
+		}
+	}
+	if rec.Scores != nil {
+		for i, p := range rec.Scores.Plugins {
+			normalized := m.NormalizedScore.WithLabelValues(profile, p.Name)
+			weighted := m.WeightedScore.WithLabelValues(profile, p.Name)
+			for _, n := range rec.Scores.Nodes {
+				normalized.Observe(float64(n.Normalized[i]))
+				weighted.Observe(float64(n.Weighted[i]))
+			}
+		}
+	}
+}
+
+// pipelineCollector reports the record pipeline's and tracer's own counters.
+type pipelineCollector struct {
+	metrics.BaseStableCollector
+	descs []pipelineDesc
+}
+
+type pipelineDesc struct {
+	name      string
+	desc      *metrics.Desc
+	valueType metrics.ValueType
+	value     func() float64
+}
+
+func newPipelineCollector(s Sources) *pipelineCollector {
+	desc := func(name, help string, t metrics.ValueType, value func() float64) pipelineDesc {
+		return pipelineDesc{namespace + "_" + name, metrics.NewDesc(namespace+"_"+name, help, nil, nil, metrics.ALPHA, ""), t, value}
+	}
+	return &pipelineCollector{descs: []pipelineDesc{
+		desc("record_buffer_records", "Decision records held in the record stream's buffer.", metrics.GaugeValue, s.BufferedRecords),
+		desc("record_buffer_evicted_total", "Decision records overwritten in the full record stream buffer; a reader that had not read them must relist.", metrics.CounterValue, s.EvictedRecords),
+		desc("record_dropped_total", "Scheduling attempts that never became decision records because the record queue was full.", metrics.CounterValue, s.DroppedRecords),
+		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
+		desc("trace_spans_dropped_total", "Spans dropped before export because the export queue was full.", metrics.CounterValue, s.DroppedSpans),
+		desc("trace_malformed_traceparent_total", "Pods whose traceparent annotation was malformed and ignored.", metrics.CounterValue, s.MalformedTraceparents),
+	}}
+}
+
+func (c *pipelineCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	for _, d := range c.descs {
+		ch <- d.desc
+	}
+}
+
+func (c *pipelineCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	for _, d := range c.descs {
+		v := 0.0
+		if d.value != nil {
+			v = d.value()
+		}
+		ch <- metrics.NewLazyConstMetric(d.desc, d.valueType, v)
+	}
+}
