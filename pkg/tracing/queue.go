@@ -117,6 +117,12 @@ func (q *queueProcessor) export(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOn
 	if len(batch) == 0 {
 		return batch
 	}
+	if q.ctx.Err() != nil {
+		// Shutdown gave up: abandon the spans.
+		q.dropped.Add(uint64(len(batch)))
+		clear(batch)
+		return batch[:0]
+	}
 	ctx, cancel := context.WithTimeout(q.ctx, q.exportTimeout)
 	err := q.exporter.ExportSpans(ctx, batch)
 	cancel()
@@ -173,8 +179,8 @@ func (q *queueProcessor) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Dropped counts the spans dropped because the queue was full or the
-// processor was shut down.
+// Dropped counts the spans dropped because the queue was full, or the
+// processor was shut down, or Shutdown gave up on them.
 func (q *queueProcessor) Dropped() uint64 { return q.dropped.Load() }
 
 // Failed counts the spans whose export failed.

@@ -84,6 +84,7 @@ type Tracer struct {
 	previous *lru.Cache
 
 	malformed atomic.Uint64
+	shutdown  atomic.Bool
 }
 
 // previousAttempt is what a Tracer remembers of a pod's last traced attempt.
@@ -175,7 +176,7 @@ func newResource(ctx context.Context, opts Options) (*resource.Resource, error) 
 // ID, or "" when the attempt is not sampled. It never blocks on the
 // collector. pod may be nil; it is read only for TraceparentAnnotation.
 func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
-	if t == nil || rec == nil {
+	if t == nil || rec == nil || t.shutdown.Load() {
 		return ""
 	}
 	ctx := t.parentContext(pod)
@@ -256,9 +257,13 @@ func (t *Tracer) ForceFlush(ctx context.Context) error {
 }
 
 // Shutdown exports the queued spans and releases the exporter, giving up
-// when ctx ends. Spans traced afterwards are dropped.
+// when ctx ends. Afterwards, Trace traces nothing.
 func (t *Tracer) Shutdown(ctx context.Context) error {
-	if t == nil || t.provider == nil {
+	if t == nil {
+		return nil
+	}
+	t.shutdown.Store(true)
+	if t.provider == nil {
 		return nil
 	}
 	return t.provider.Shutdown(ctx)

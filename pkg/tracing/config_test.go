@@ -1,0 +1,111 @@
+package tracing_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedscope/schedscope/pkg/tracing"
+)
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    *tracingapi.TracingConfiguration
+		// wantErr lists substrings of the expected error.
+		wantErr []string
+	}{
+		{
+			name: "v1beta1",
+			content: `apiVersion: apiserver.config.k8s.io/v1beta1
+kind: TracingConfiguration
+endpoint: localhost:4317
+samplingRatePerMillion: 1000000
+`,
+			want: &tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317"), SamplingRatePerMillion: ptr.To[int32](1000000)},
+		},
+		{
+			name:    "v1 as JSON, rate unset",
+			content: `{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "TracingConfiguration", "endpoint": "unix:///run/otel.sock"}`,
+			want:    &tracingapi.TracingConfiguration{Endpoint: ptr.To("unix:///run/otel.sock")},
+		},
+		{
+			name:    "v1alpha1, empty",
+			content: "apiVersion: apiserver.config.k8s.io/v1alpha1\nkind: TracingConfiguration\n",
+			want:    &tracingapi.TracingConfiguration{},
+		},
+		{
+			name:    "rate above one million",
+			content: "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nsamplingRatePerMillion: 2000000\n",
+			wantErr: []string{"samplingRatePerMillion", "less than or equal to one million"},
+		},
+		{
+			name:    "negative rate",
+			content: "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nsamplingRatePerMillion: -1\n",
+			wantErr: []string{"samplingRatePerMillion", "must be positive"},
+		},
+		{
+			name:    "endpoint with an unsupported scheme",
+			content: "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nendpoint: http://collector:4317\n",
+			wantErr: []string{"endpoint", "unsupported scheme"},
+		},
+		{
+			name:    "unknown field",
+			content: "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: TracingConfiguration\nsamplingRate: 5\n",
+			wantErr: []string{"decoding", "samplingRate"},
+		},
+		{
+			name:    "wrong kind",
+			content: "apiVersion: apiserver.config.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\negressSelections: []\n",
+			wantErr: []string{"decoding"},
+		},
+		{
+			// kube-apiserver reads such a file as a TracingConfiguration too.
+			name:    "no apiVersion and kind",
+			content: "endpoint: localhost:4317\n",
+			want:    &tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tracing.yaml")
+			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := tracing.LoadConfig(path)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("LoadConfig() = %+v, want an error", got)
+				}
+				for _, want := range append(tt.wantErr, path) {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not mention %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("LoadConfig() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.yaml")
+	if _, err := tracing.LoadConfig(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("LoadConfig(missing file) error = %v, want one naming %s", err, path)
+	}
+	if _, err := tracing.LoadConfig(""); err == nil {
+		t.Errorf("LoadConfig(\"\") succeeded, want an error")
+	}
+}

@@ -1,0 +1,162 @@
+package tracing_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedscope/schedscope/pkg/tracing"
+)
+
+// TestNewExportsThroughQueue drives the whole pipeline New builds, with an
+// in-memory exporter in place of OTLP: sampler, queue, resource.
+func TestNewExportsThroughQueue(t *testing.T) {
+	ctx := context.Background()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := tracing.New(ctx, &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To[int32](0)},
+		tracing.Options{Exporter: exp, Profiles: []string{"default-scheduler", "gpu"}, Version: "v0.1.0"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	scheduled := scheduledRecord("web", "uid-1")
+	if id := tr.Trace(podOf(scheduled, nil), scheduled); id != "" {
+		t.Errorf("scheduled attempt sampled at rate 0: %q", id)
+	}
+	unschedulable := unschedulableRecord("db", "uid-2")
+	id := tr.Trace(podOf(unschedulable, nil), unschedulable)
+	if id == "" {
+		t.Fatalf("unschedulable attempt not sampled")
+	}
+	if err := tr.ForceFlush(ctx); err != nil {
+		t.Fatalf("ForceFlush: %v", err)
+	}
+	spans := exp.GetSpans()
+	if diff := cmp.Diff(unschedulableTree, tree(spans.Snapshots())); diff != "" {
+		t.Errorf("exported spans (-want +got):\n%s", diff)
+	}
+	for _, s := range spans {
+		if s.SpanContext.TraceID().String() != id {
+			t.Errorf("span %s in trace %s, want %s", s.Name, s.SpanContext.TraceID(), id)
+		}
+		if s.InstrumentationScope.Name != tracing.ScopeName || s.InstrumentationScope.Version != "v0.1.0" {
+			t.Errorf("span %s has scope %+v", s.Name, s.InstrumentationScope)
+		}
+	}
+	if len(spans) > 0 {
+		res := attrs(spans[0].Resource.Attributes())
+		want := map[attribute.Key]any{
+			"service.name":      "schedscope-scheduler",
+			"service.version":   "v0.1.0",
+			tracing.ProfilesKey: []string{"default-scheduler", "gpu"},
+		}
+		if diff := cmp.Diff(want, subset(res, want)); diff != "" {
+			t.Errorf("resource (-want +got):\n%s", diff)
+		}
+		if res["host.name"] == nil {
+			t.Errorf("resource has no host.name: %v", res)
+		}
+	}
+	if err := tr.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if got := tr.DroppedSpans(); got != 0 {
+		t.Errorf("DroppedSpans() = %d before Shutdown, want 0", got)
+	}
+	// Nothing is traced after Shutdown.
+	exported := len(exp.GetSpans())
+	if id := tr.Trace(podOf(unschedulable, nil), unschedulable); id != "" {
+		t.Errorf("Trace after Shutdown returned %q, want \"\"", id)
+	}
+	if got := len(exp.GetSpans()); got != exported {
+		t.Errorf("%d spans exported after Shutdown", got-exported)
+	}
+}
+
+// blockingExporter never finishes an export before its context ends.
+type blockingExporter struct{ calls chan struct{} }
+
+func (e *blockingExporter) ExportSpans(ctx context.Context, _ []sdktrace.ReadOnlySpan) error {
+	select {
+	case e.calls <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (e *blockingExporter) Shutdown(context.Context) error { return nil }
+
+// TestStuckExporterDoesNotBlock checks that Trace returns and spans are
+// dropped, not queued without bound, while the exporter hangs, and that
+// Shutdown gives up when its context ends.
+func TestStuckExporterDoesNotBlock(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	exp := &blockingExporter{calls: make(chan struct{}, 1)}
+	const queueSize = 16
+	tr, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To[int32](1_000_000)},
+		tracing.Options{Exporter: exp, QueueSize: queueSize})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	rec := scheduledRecord("web", "uid")
+	spansPerAttempt := uint64(len(rec.Points) + 4)
+	const attempts = 1000
+	for range attempts {
+		tr.Trace(podOf(rec, nil), rec)
+	}
+	// At most one batch is in the exporter and queueSize spans wait; the
+	// rest were dropped.
+	const maxBatch = 512
+	if dropped, total := tr.DroppedSpans(), attempts*spansPerAttempt; dropped < total-maxBatch-queueSize {
+		t.Errorf("DroppedSpans() = %d of %d spans, want at least %d: the queue is not bounded", dropped, total, total-maxBatch-queueSize)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := tr.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown with a stuck exporter = %v, want %v", err, context.DeadlineExceeded)
+	}
+}
+
+// TestCollectorDown points the OTLP exporter at a closed loopback port.
+func TestCollectorDown(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := lis.Addr().String()
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{
+		Endpoint: &endpoint, SamplingRatePerMillion: ptr.To[int32](1_000_000),
+	}, tracing.Options{QueueSize: 64})
+	if err != nil {
+		t.Fatalf("New with an unreachable collector: %v", err)
+	}
+	for i := range 1000 {
+		rec := unschedulableRecord("web", "uid")
+		rec.Attempt = i + 1
+		if id := tr.Trace(podOf(rec, nil), rec); id == "" {
+			t.Fatalf("attempt %d not sampled", i+1)
+		}
+	}
+	if tr.DroppedSpans() == 0 {
+		t.Errorf("DroppedSpans() = 0 after 1000 attempts to a collector that is down, want the queue to overflow")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
