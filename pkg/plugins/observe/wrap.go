@@ -179,7 +179,8 @@ func pluginSets(p *config.Plugins) []namedPluginSet {
 		{"preEnqueue", &p.PreEnqueue}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter}, {"filter", &p.Filter},
 		{"postFilter", &p.PostFilter}, {"preScore", &p.PreScore}, {"score", &p.Score}, {"reserve", &p.Reserve},
 		{"permit", &p.Permit}, {"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
-		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"multiPoint", &p.MultiPoint},
+		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"podGroupPostFilter", &p.PodGroupPostFilter},
+		{"multiPoint", &p.MultiPoint},
 	}
 }
 

@@ -1,0 +1,169 @@
+package stream
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+func add(b *Buffer, names ...string) {
+	for _, n := range names {
+		b.Add(&record.Attempt{Pod: record.PodRef{Name: n}})
+	}
+}
+
+func podNames(items []*record.Attempt) []string {
+	var out []string
+	for _, a := range items {
+		out = append(out, a.Pod.Name)
+	}
+	return out
+}
+
+func TestBufferEvictsOldest(t *testing.T) {
+	b := NewBuffer(3, "e")
+	add(b, "a", "b", "c", "d", "e")
+	buffered, last, evicted := b.Stats()
+	if buffered != 3 || last != 5 || evicted != 2 {
+		t.Errorf("Stats() = %d, %d, %d; want 3, 5, 2", buffered, last, evicted)
+	}
+	items, _, oldest, ok := b.After(2)
+	if !ok || oldest != 3 {
+		t.Fatalf("After(2): ok %v oldest %d, want true 3", ok, oldest)
+	}
+	if diff := cmp.Diff([]string{"c", "d", "e"}, podNames(items)); diff != "" {
+		t.Errorf("After(2) (-want +got):\n%s", diff)
+	}
+	if _, _, oldest, ok := b.After(1); ok || oldest != 3 {
+		t.Errorf("After(1) = ok %v oldest %d, want false 3: record 2 was evicted", ok, oldest)
+	}
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body json.RawMessage
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp, body
+}
+
+func TestServerList(t *testing.T) {
+	b := NewBuffer(2, "epoch-1")
+	add(b, "a", "b", "c")
+	srv := httptest.NewServer(NewServer(b, time.Hour))
+	defer srv.Close()
+
+	tests := []struct {
+		query     string
+		code      int
+		wantNames []string
+		wantSeq   uint64
+	}{
+		{"", http.StatusOK, []string{"b", "c"}, 3},
+		{"?since=2", http.StatusOK, []string{"c"}, 3},
+		{"?since=3", http.StatusOK, nil, 3},
+		{"?since=0", http.StatusGone, nil, 0},
+		{"?since=4", http.StatusBadRequest, nil, 0},
+		{"?since=-1", http.StatusBadRequest, nil, 0},
+		{"?watch=sometimes", http.StatusBadRequest, nil, 0},
+		{"?epoch=epoch-0", http.StatusGone, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			resp, body := get(t, srv.URL+tt.query)
+			if resp.StatusCode != tt.code {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.code, body)
+			}
+			if tt.code != http.StatusOK {
+				var msg map[string]any
+				if err := json.Unmarshal(body, &msg); err != nil || msg["message"] == "" {
+					t.Errorf("error body %s has no message", body)
+				}
+				return
+			}
+			var l List
+			if err := json.Unmarshal(body, &l); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantNames, podNames(l.Items)); diff != "" || l.Seq != tt.wantSeq || l.Epoch != "epoch-1" {
+				t.Errorf("list: seq %d epoch %q, names (-want +got):\n%s", l.Seq, l.Epoch, diff)
+			}
+		})
+	}
+	if resp, err := http.Post(srv.URL, "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %v %v, want 405", resp.Status, err)
+	}
+}
+
+func TestServerWatch(t *testing.T) {
+	b := NewBuffer(100, "e")
+	add(b, "a")
+	s := NewServer(b, 20*time.Millisecond)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "?watch=true&since=0&epoch=e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	next := func() Event {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("watch ended: %v", lines.Err())
+		}
+		var e Event
+		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	if e := next(); e.Type != EventAdded || e.Seq != 1 || e.Object.Pod.Name != "a" {
+		t.Errorf("first event %+v, want ADDED a", e)
+	}
+	add(b, "b", "c")
+	for _, want := range []string{"b", "c"} {
+		e := next()
+		for e.Type == EventBookmark {
+			e = next()
+		}
+		if e.Object.Pod.Name != want {
+			t.Errorf("event %+v, want %s", e, want)
+		}
+	}
+	if e := next(); e.Type != EventBookmark || e.Seq != 3 {
+		t.Errorf("idle watch sent %+v, want a bookmark at 3", e)
+	}
+	if s.Watchers() != 1 {
+		t.Errorf("Watchers() = %d, want 1", s.Watchers())
+	}
+}
+
+// TestServerWatchEndsWhenOverrun checks that a watcher overrun by writers is
+// cut off, never waited for, and then told the exact gap.
+func TestServerWatchEndsWhenOverrun(t *testing.T) {
+	b := NewBuffer(2, "e")
+	srv := httptest.NewServer(NewServer(b, time.Hour))
+	defer srv.Close()
+	for i := range 10 {
+		add(b, fmt.Sprint(i))
+	}
+	resp, body := get(t, srv.URL+"?watch=true&since=3&epoch=e")
+	var g Gone
+	if err := json.Unmarshal(body, &g); err != nil || resp.StatusCode != http.StatusGone || g.Oldest != 9 {
+		t.Errorf("watch from 3 after 10 adds to a buffer of 2: %s %s, want 410 with oldest 9", resp.Status, body)
+	}
+}
