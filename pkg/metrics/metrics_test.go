@@ -34,7 +34,7 @@ func TestObserveRecord(t *testing.T) {
 	})
 	m.ObserveRecord(&record.Attempt{
 		Profile: "p", Result: record.ResultScheduled,
-		Timing:  record.Timing{Started: start, Finished: start.Add(time.Millisecond)},
+		Timing: record.Timing{Started: start, Finished: start.Add(time.Millisecond)},
 		Scores: &record.Scores{
 			Plugins: []record.ScorePlugin{{Name: "ImageLocality", Weight: 2}},
 			Nodes:   []record.NodeScore{{Node: "a", Raw: []int64{40}, Normalized: []int64{40}, Weighted: []int64{80}, Total: 80}},
