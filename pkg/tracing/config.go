@@ -25,8 +25,9 @@ func init() {
 // LoadConfig reads a TracingConfiguration file the way kube-apiserver reads
 // --tracing-config-file: a YAML or JSON object of kind TracingConfiguration
 // in group apiserver.config.k8s.io (v1alpha1, v1beta1 or v1), decoded
-// strictly. The result is validated; an error names the file and the
-// offending field.
+// strictly, so that an unknown field is an error. Like kube-apiserver, it
+// reads a file without apiVersion and kind as a TracingConfiguration. The
+// result is validated; an error names the file and the offending field.
 func LoadConfig(path string) (*tracingapi.TracingConfiguration, error) {
 	if path == "" {
 		return nil, fmt.Errorf("tracing configuration file path is empty")

@@ -120,6 +120,10 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	}
 	provider := opts.TracerProvider
 	if provider == nil {
+		res, err := newResource(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
 		exporter := opts.Exporter
 		if exporter == nil {
 			grpcOpts := []otlptracegrpc.Option{otlptracegrpc.WithInsecure()}
@@ -128,14 +132,9 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 			}
 			// The client connects lazily: an unreachable collector is not an
 			// error here, only failed exports later.
-			var err error
 			if exporter, err = otlptracegrpc.New(ctx, grpcOpts...); err != nil {
 				return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
 			}
-		}
-		res, err := newResource(ctx, opts)
-		if err != nil {
-			return nil, err
 		}
 		logger := klog.LoggerWithName(klog.FromContext(ctx), "tracing")
 		t.queue = newQueueProcessor(logger, exporter, opts.QueueSize, batchSize, batchTimeout, exportTimeout)
@@ -181,7 +180,7 @@ func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 	}
 	ctx := t.parentContext(pod)
 	var links []trace.Link
-	if prev, ok := t.previous.Get(rec.Pod.UID); ok && rec.Pod.UID != "" {
+	if prev, ok := t.previous.Get(rec.Pod.UID); ok {
 		p := prev.(previousAttempt)
 		links = append(links, trace.Link{
 			SpanContext: p.span,
