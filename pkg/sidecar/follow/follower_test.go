@@ -81,6 +81,7 @@ func (s *scheduler) add(n int) {
 type running struct {
 	f       *Follower
 	metrics *metrics.Metrics
+	reg     *prometheus.Registry
 	stop    func()
 }
 
@@ -92,7 +93,8 @@ func follow(t *testing.T, url string, w store.Writer, tune func(*Options)) *runn
 	if tune != nil {
 		tune(&opts)
 	}
-	m := metrics.NewMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m := metrics.NewMetrics(reg)
 	f, err := New(opts, w, m)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func follow(t *testing.T, url string, w store.Writer, tune func(*Options)) *runn
 		})
 	}
 	t.Cleanup(stop)
-	return &running{f: f, metrics: m, stop: stop}
+	return &running{f: f, metrics: m, reg: reg, stop: stop}
 }
 
 func openStore(t *testing.T, path string) *sqlite.Store {
@@ -227,6 +229,26 @@ func TestRelistCountsExactGap(t *testing.T) {
 		s := r.f.Status()
 		return s.LastGap == lost && s.Cursor.Lost == lost
 	})
+	eventually(t, "the 5 records after the gap", func() bool { return testutil.ToFloat64(r.metrics.RecordsReceived) == 5 })
+	want := `
+# HELP schedscope_follower_epoch_changes_total Times the record stream's epoch changed (scheduler restart or new leader).
+# TYPE schedscope_follower_epoch_changes_total counter
+schedscope_follower_epoch_changes_total 0
+# HELP schedscope_follower_records_lost_total Decision records the scheduler dropped before the sidecar could read them.
+# TYPE schedscope_follower_records_lost_total counter
+schedscope_follower_records_lost_total 15
+# HELP schedscope_follower_records_received_total Decision records received from the scheduler's record stream.
+# TYPE schedscope_follower_records_received_total counter
+schedscope_follower_records_received_total 5
+# HELP schedscope_follower_relists_total Relists after the scheduler answered 410 Gone.
+# TYPE schedscope_follower_relists_total counter
+schedscope_follower_relists_total 1
+`
+	if err := testutil.GatherAndCompare(r.reg, strings.NewReader(want),
+		"schedscope_follower_epoch_changes_total", "schedscope_follower_records_lost_total",
+		"schedscope_follower_records_received_total", "schedscope_follower_relists_total"); err != nil {
+		t.Error(err)
+	}
 }
 
 // gatedStore blocks Append while the gate is closed.
