@@ -154,6 +154,10 @@ type PluginRun struct {
 	Duration time.Duration `json:"duration"`
 	// Calls counts the calls: one per node for Filter and Score.
 	Calls int64 `json:"calls"`
+	// Timed counts the calls that were timed. Filter and Score time the
+	// first 16 calls of a plugin and every 8th after, and Duration is
+	// scaled to all calls; other points time every call.
+	Timed int64 `json:"timed"`
 	// Code is the status the plugin returned, for points called once per
 	// attempt (empty for Filter and Score).
 	Code    string   `json:"code,omitempty"`

@@ -29,17 +29,14 @@ type attempt struct {
 
 	queued, started, cycleEnd, bindingStart, finished time.Time
 
-	// Per plugin and point: total time and calls.
-	pluginNanos []atomic.Int64
-	pluginCalls []atomic.Int64
+	// Per plugin and point: calls and their time.
+	clocks []pluginClock
 
 	mu             sync.Mutex // guards the lists below (NormalizeScore runs in parallel)
 	points         []record.PointRun
 	pluginStatuses []pluginStatus
 	preFilter      []record.PreFilterRun
 	victims        []record.PodRef
-
-	inPostFilter atomic.Bool
 
 	// Filter verdicts: one slot per node the framework filtered.
 	nodeNames []string
@@ -101,15 +98,14 @@ func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started ti
 		verdicts = make([]verdict, need)
 	}
 	return &attempt{
-		table:       table,
-		pod:         pod,
-		number:      number,
-		queued:      queued,
-		started:     started,
-		pluginNanos: make([]atomic.Int64, n),
-		pluginCalls: make([]atomic.Int64, n),
-		nodeNames:   nodeNames,
-		verdicts:    verdicts[:cap(verdicts)],
+		table:     table,
+		pod:       pod,
+		number:    number,
+		queued:    queued,
+		started:   started,
+		clocks:    make([]pluginClock, n),
+		nodeNames: nodeNames,
+		verdicts:  verdicts[:cap(verdicts)],
 	}
 }
 
@@ -123,13 +119,59 @@ func (a *attempt) release() {
 	a.verdicts = nil
 }
 
-func (a *attempt) addPluginTime(plugin int, p point, d time.Duration) {
+// Per-node calls (Filter and Score) are timed for the first exactCalls
+// calls of a plugin in an attempt and for every sampleEvery-th call after;
+// reading the clock twice per node and plugin would cost more than the
+// rest of the recording. The total is scaled to all calls.
+const (
+	exactCalls  = 16
+	sampleEvery = 8
+)
+
+// pluginClock counts one plugin's calls at one point and their time.
+type pluginClock struct {
+	calls atomic.Int64
+	timed atomic.Int64
+	nanos atomic.Int64
+}
+
+// clock returns the clock of a plugin at a point, or nil for a plugin
+// registered after the attempt started.
+func (a *attempt) clock(plugin int, p point) *pluginClock {
 	i := plugin*int(numPoints) + int(p)
-	if i >= len(a.pluginNanos) {
-		return
+	if i >= len(a.clocks) {
+		return nil
 	}
-	a.pluginNanos[i].Add(int64(d))
-	a.pluginCalls[i].Add(1)
+	return &a.clocks[i]
+}
+
+// sample counts a per-node call and tells whether to time it.
+func (c *pluginClock) sample() bool {
+	n := c.calls.Add(1)
+	return n <= exactCalls || n%sampleEvery == 0
+}
+
+// add adds the time of a timed call.
+func (c *pluginClock) add(d time.Duration) {
+	c.nanos.Add(int64(d))
+	c.timed.Add(1)
+}
+
+// total is the time of all calls, scaled up from the timed ones.
+func (c *pluginClock) total() time.Duration {
+	timed := c.timed.Load()
+	if timed == 0 {
+		return 0
+	}
+	return time.Duration(c.nanos.Load() * c.calls.Load() / timed)
+}
+
+// addPluginTime counts one timed call of a plugin at a point.
+func (a *attempt) addPluginTime(plugin int, p point, d time.Duration) {
+	if c := a.clock(plugin, p); c != nil {
+		c.calls.Add(1)
+		c.add(d)
+	}
 }
 
 func (a *attempt) setPluginStatus(plugin int, p point, s *fwk.Status) {
@@ -246,11 +288,11 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 	var runs []record.PluginRun
 	index := map[[2]int]int{}
 	// Point by point, in the order the framework runs them.
-	for n := range a.pluginCalls {
-		plugins := len(a.pluginCalls) / int(numPoints)
+	for n := range a.clocks {
+		plugins := len(a.clocks) / int(numPoints)
 		plugin, p := n%plugins, point(n/plugins)
-		i := plugin*int(numPoints) + int(p)
-		calls := a.pluginCalls[i].Load()
+		c := &a.clocks[plugin*int(numPoints)+int(p)]
+		calls := c.calls.Load()
 		if calls == 0 {
 			continue
 		}
@@ -258,8 +300,9 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 		runs = append(runs, record.PluginRun{
 			Plugin:   a.table.plugins[plugin],
 			Point:    p.String(),
-			Duration: time.Duration(a.pluginNanos[i].Load()),
+			Duration: c.total(),
 			Calls:    calls,
+			Timed:    c.timed.Load(),
 		})
 	}
 	for _, ps := range a.pluginStatuses {

@@ -21,14 +21,17 @@ import (
 // simulates evictions stay out of the recorded verdicts.
 func (r *Recorder) Install(sched *scheduler.Scheduler) {
 	for name, f := range sched.Profiles {
-		r.profileTable(name).complete(f.ListPlugins())
-		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r}
+		table := r.profileTable(name)
+		table.complete(f.ListPlugins())
+		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r, table: table}
 	}
 
 	schedulePod := sched.SchedulePod
 	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
 		a := r.begin(f, state, podInfo)
+		a.table.current.Store(a)
 		result, err := schedulePod(ctx, f, state, podInfo)
+		a.table.current.Store(nil)
 		a.endFilter(err == nil)
 		a.selectedNode = result.SuggestedHost
 		a.feasible = result.FeasibleNodes
@@ -102,6 +105,7 @@ func failedPoint(a *attempt) string {
 type observedFramework struct {
 	framework.Framework
 	recorder *Recorder
+	table    *profileTable
 }
 
 func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
@@ -119,7 +123,7 @@ func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.C
 
 func (f *observedFramework) RunFilterPluginsWithNominatedPods(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s := f.Framework.RunFilterPluginsWithNominatedPods(ctx, state, pod, nodeInfo)
-	if a := attemptFrom(state); a != nil {
+	if a := f.table.current.Load(); a != nil {
 		a.addVerdict(nodeInfo.Node().Name, s)
 	}
 	return s

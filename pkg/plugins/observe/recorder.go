@@ -205,7 +205,19 @@ type profileTable struct {
 
 	// Set once by complete, read-only after.
 	scorePlugins []record.ScorePlugin
+
+	// current is the attempt whose scheduling algorithm (PreFilter to
+	// Score) is running. The scheduler runs one scheduling cycle at a time,
+	// so the per-node calls of Filter and Score find their attempt here.
+	current atomic.Pointer[attempt]
 }
+
+// clockBase anchors monotonicNow.
+var clockBase = time.Now()
+
+// monotonicNow reads only the monotonic clock, which costs about half of
+// time.Now; the per-node calls of Filter and Score use it.
+func monotonicNow() time.Duration { return time.Since(clockBase) }
 
 func (r *Recorder) profileTable(name string) *profileTable {
 	r.mu.Lock()

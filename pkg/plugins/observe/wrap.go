@@ -90,10 +90,12 @@ func (r *Recorder) wrap(profile, name string, inner fwk.Plugin) (fwk.Plugin, err
 	if !ok {
 		return nil, fmt.Errorf("plugin %q implements %s, a set of extension points with no observing wrapper; regenerate the wrappers with the plugin compiled in (make generate)", name, strings.Join(names, ", "))
 	}
+	table := r.profileTable(profile)
 	o := &observed{
 		registryName: WrappedName(name),
 		name:         name,
-		index:        r.profileTable(profile).add(name),
+		table:        table,
+		index:        table.add(name),
 		inner:        inner,
 	}
 	o.preFilter, _ = inner.(fwk.PreFilterPlugin)
@@ -189,6 +191,7 @@ func pluginSets(p *config.Plugins) []namedPluginSet {
 type observed struct {
 	registryName string
 	name         string
+	table        *profileTable
 	index        int
 	inner        fwk.Plugin
 
@@ -211,6 +214,21 @@ func (o *observed) timed(state fwk.CycleState, p point, start time.Time) *attemp
 		a.addPluginTime(o.index, p, time.Since(start))
 	}
 	return a
+}
+
+// perNodeClock returns the clock for a per-node call, Filter or Score, if
+// this call is to be timed. These run for every node, in parallel, inside
+// the scheduling algorithm, so the attempt comes from the profile's current
+// one rather than a CycleState lookup.
+func (o *observed) perNodeClock(p point) *pluginClock {
+	a := o.table.current.Load()
+	if a == nil {
+		return nil
+	}
+	if c := a.clock(o.index, p); c != nil && c.sample() {
+		return c
+	}
+	return nil
 }
 
 // once records a plugin's status at a point called once per attempt.
@@ -264,21 +282,22 @@ func (w preFilterPoint) PreFilterExtensions() fwk.PreFilterExtensions {
 type filterPoint struct{ o *observed }
 
 func (w filterPoint) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	start := time.Now()
+	c := w.o.perNodeClock(pointFilter)
+	if c == nil {
+		return w.o.filter.Filter(ctx, state, p, nodeInfo)
+	}
+	start := monotonicNow()
 	s := w.o.filter.Filter(ctx, state, p, nodeInfo)
-	w.o.timed(state, pointFilter, start)
+	c.add(monotonicNow() - start)
 	return s
 }
 
 type postFilterPoint struct{ o *observed }
 
 func (w postFilterPoint) PostFilter(ctx context.Context, state fwk.CycleState, p *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	// PostFilter runs after the scheduling algorithm, so the Filter calls
+	// preemption makes while simulating evictions are not timed as Filter.
 	start := time.Now()
-	a := attemptFrom(state)
-	if a != nil {
-		a.inPostFilter.Store(true)
-		defer a.inPostFilter.Store(false)
-	}
 	result, s := w.o.postFilter.PostFilter(ctx, state, p, m)
 	w.o.once(state, pointPostFilter, start, s)
 	return result, s
@@ -302,9 +321,13 @@ func (w preScorePoint) PreScore(ctx context.Context, state fwk.CycleState, p *v1
 type scorePoint struct{ o *observed }
 
 func (w scorePoint) Score(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	start := time.Now()
+	c := w.o.perNodeClock(pointScore)
+	if c == nil {
+		return w.o.score.Score(ctx, state, p, nodeInfo)
+	}
+	start := monotonicNow()
 	score, s := w.o.score.Score(ctx, state, p, nodeInfo)
-	w.o.timed(state, pointScore, start)
+	c.add(monotonicNow() - start)
 	return score, s
 }
 
