@@ -302,6 +302,7 @@ type RejectionList struct {
 	By         string                 `json:"by"`
 	Since      time.Time              `json:"since"`
 	Until      time.Time              `json:"until,omitzero"`
+	Step       string                 `json:"step,omitempty"`
 	Restricted bool                   `json:"restricted,omitempty"`
 	Namespaces []string               `json:"namespaces,omitempty"`
 	Items      []store.RejectionCount `json:"items"`
@@ -326,7 +327,11 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items})
+	list := RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items}
+	if rq.Step > 0 {
+		list.Step = rq.Step.String()
+	}
+	writeJSON(w, http.StatusOK, list)
 }
 
 // Status is the response of the status endpoint.

@@ -263,6 +263,15 @@ func TestRejectionsEndpoint(t *testing.T) {
 			name: "window excludes", user: "admin", path: "/api/v1/rejections?by=plugin&since=10s", wantCode: 200,
 			want: []store.RejectionCount{},
 		},
+		{
+			name: "series", user: "admin", path: "/api/v1/rejections?by=plugin&since=2026-01-02T03:04:04Z&until=2026-01-02T03:04:08Z&step=2s&limit=1", wantCode: 200,
+			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3, Series: []store.RejectionBucket{
+				{Start: recordtest.Base.Add(-time.Second)},
+				{Start: recordtest.Base.Add(time.Second), Attempts: 1, Nodes: 3},
+			}}},
+		},
+		{name: "too many buckets", user: "admin", path: "/api/v1/rejections?by=plugin&since=2h&step=1s", wantCode: 400, wantBody: `parameter \"step\": makes 7200 buckets`},
+		{name: "bad step", user: "admin", path: "/api/v1/rejections?by=plugin&step=0s", wantCode: 400, wantBody: `parameter \"step\"`},
 		{name: "missing by", user: "admin", path: "/api/v1/rejections", wantCode: 400, wantBody: `parameter \"by\": required`},
 		{name: "bad by", user: "admin", path: "/api/v1/rejections?by=pod", wantCode: 400, wantBody: `parameter \"by\"`},
 		{name: "bad since", user: "admin", path: "/api/v1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},

@@ -24,6 +24,7 @@ const (
 	ParamBy      = "by"
 	ParamSince   = "since"
 	ParamUntil   = "until"
+	ParamStep    = "step"
 )
 
 // Bounds of the limit parameters.
@@ -31,6 +32,8 @@ const (
 	DefaultLimit    = 100
 	MaxLimit        = 10000
 	MaxRejectionAge = 366 * 24 * time.Hour
+	// MaxBuckets bounds the time series of the rejections endpoint.
+	MaxBuckets = 1000
 )
 
 // ParamError is a bad request parameter.
@@ -146,10 +149,11 @@ func ParseExplainParams(q url.Values) (ExplainParams, error) {
 
 // ParseRejectionParams parses the parameters of the rejections endpoint.
 // since and until are durations before now ("1h") or RFC 3339 times;
-// since defaults to one hour before now.
+// since defaults to one hour before now. step (a duration) adds a time
+// series of the window in buckets of step.
 func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, error) {
 	rq := store.RejectionQuery{}
-	if err := checkKnown(q, ParamBy, ParamSince, ParamUntil, ParamLimit); err != nil {
+	if err := checkKnown(q, ParamBy, ParamSince, ParamUntil, ParamStep, ParamLimit); err != nil {
 		return rq, err
 	}
 	switch by := q.Get(ParamBy); by {
@@ -172,6 +176,22 @@ func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, er
 	}
 	if rq.Limit, err = intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit); err != nil {
 		return rq, err
+	}
+	if v := q.Get(ParamStep); v != "" {
+		step, err := time.ParseDuration(v)
+		if err != nil || step < time.Second {
+			return rq, paramErr(ParamStep, v, "%q is not a duration of at least 1s", v)
+		}
+		rq.Step = step
+		if rq.Until.IsZero() {
+			rq.Until = now
+		}
+		if !rq.Since.Before(rq.Until) {
+			return rq, paramErr(ParamSince, q.Get(ParamSince), "must be before %q (%s)", ParamUntil, rq.Until.Format(time.RFC3339))
+		}
+		if n := rq.Buckets(); n > MaxBuckets {
+			return rq, paramErr(ParamStep, v, "makes %d buckets of the window, at most %d allowed", n, MaxBuckets)
+		}
 	}
 	return rq, nil
 }

@@ -18,6 +18,7 @@ func FuzzParseParams(f *testing.F) {
 		"attempt=3&node=n1", "node=n1&offset=2", "group=0&offset=10&limit=100", "node=%00",
 		"by=plugin&since=1h", "by=node&since=2026-01-02T03:04:05Z&until=1m", "by=plugin&since=-5m",
 		"by=node&since=9999999h", "by=x", "%zz", "a=b;c=d", "since=1e9h&by=node",
+		"by=node&since=2h&step=1m", "by=plugin&since=1h&step=1s", "by=plugin&until=5m&step=1h",
 	} {
 		f.Add(seed)
 	}
@@ -49,6 +50,9 @@ func FuzzParseParams(f *testing.F) {
 		rq, err := ParseRejectionParams(q, now)
 		check(err)
 		if err == nil {
+			if rq.Step > 0 && (rq.Buckets() < 1 || rq.Buckets() > MaxBuckets) {
+				t.Fatalf("%q: %d buckets accepted", raw, rq.Buckets())
+			}
 			if rq.Since.After(now) || !rq.Until.IsZero() && !rq.Since.Before(rq.Until) {
 				t.Fatalf("%q: window %v..%v accepted", raw, rq.Since, rq.Until)
 			}

@@ -135,6 +135,9 @@ type RejectionQuery struct {
 	Namespaces []string
 	// Limit bounds the result (largest counts first); 0 means no bound.
 	Limit int
+	// Step, when positive, also counts each key in buckets of Step from
+	// Since to Until (both then required).
+	Step time.Duration
 }
 
 // RejectionCount is how often a plugin rejected nodes, or a node was rejected.
@@ -147,6 +150,23 @@ type RejectionCount struct {
 	Nodes int64 `json:"nodes"`
 	// Plugins counts, for a node, the rejections by each plugin.
 	Plugins map[string]int64 `json:"plugins,omitempty"`
+	// Series holds the counts in each bucket when the query has a Step.
+	Series []RejectionBucket `json:"series,omitempty"`
+}
+
+// RejectionBucket is the count of one key in one time bucket.
+type RejectionBucket struct {
+	Start    time.Time `json:"start"`
+	Attempts int64     `json:"attempts"`
+	Nodes    int64     `json:"nodes"`
+}
+
+// Buckets returns the number of buckets of a query with a Step.
+func (q RejectionQuery) Buckets() int {
+	if q.Step <= 0 || q.Until.IsZero() || !q.Since.Before(q.Until) {
+		return 0
+	}
+	return int((q.Until.Sub(q.Since) + q.Step - 1) / q.Step)
 }
 
 // Stats describes a store's contents.

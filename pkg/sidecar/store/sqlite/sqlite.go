@@ -434,62 +434,98 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 	where += nsq
 	args = append(args, nsargs...)
 
-	var out []store.RejectionCount
+	if rq.Step > 0 && rq.Buckets() == 0 {
+		return nil, fmt.Errorf("a step needs a window: since %v, until %v", rq.Since, rq.Until)
+	}
+	buckets := rq.Buckets()
+	counts := map[string]*store.RejectionCount{}
+	get := func(key string) *store.RejectionCount {
+		c := counts[key]
+		if c == nil {
+			c = &store.RejectionCount{Key: key}
+			if buckets > 0 {
+				c.Series = make([]store.RejectionBucket, buckets)
+				for i := range c.Series {
+					c.Series[i].Start = rq.Since.Add(time.Duration(i) * rq.Step).UTC()
+				}
+			}
+			counts[key] = c
+		}
+		return c
+	}
+	bucketOf := func(finished int64) int {
+		if buckets == 0 {
+			return -1
+		}
+		return min(int((finished-rq.Since.UnixNano())/int64(rq.Step)), buckets-1)
+	}
 	switch rq.By {
 	case store.ByPlugin:
-		rows, err := s.db.QueryContext(ctx, `SELECT plugin, COUNT(DISTINCT attempt_id), SUM(nodes) FROM rejections`+where+` GROUP BY plugin`, args...)
+		rows, err := s.db.QueryContext(ctx, `SELECT plugin, attempt_id, finished, nodes FROM rejections`+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("counting rejections: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c store.RejectionCount
-			if err := rows.Scan(&c.Key, &c.Attempts, &c.Nodes); err != nil {
+			var plugin string
+			var id, finished, nodes int64
+			if err := rows.Scan(&plugin, &id, &finished, &nodes); err != nil {
 				return nil, fmt.Errorf("counting rejections: %w", err)
 			}
-			out = append(out, c)
+			// One row per attempt and plugin.
+			c := get(plugin)
+			c.Attempts++
+			c.Nodes += nodes
+			if b := bucketOf(finished); b >= 0 {
+				c.Series[b].Attempts++
+				c.Series[b].Nodes += nodes
+			}
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	case store.ByNode:
-		rows, err := s.db.QueryContext(ctx, `SELECT attempt_id, plugin, node_names FROM rejections`+where, args...)
+		rows, err := s.db.QueryContext(ctx, `SELECT plugin, finished, node_names FROM rejections`+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("counting rejections: %w", err)
 		}
 		defer rows.Close()
-		byNode := map[string]*store.RejectionCount{}
 		for rows.Next() {
-			var id int64
 			var plugin string
+			var finished int64
 			var names []byte
-			if err := rows.Scan(&id, &plugin, &names); err != nil {
+			if err := rows.Scan(&plugin, &finished, &names); err != nil {
 				return nil, fmt.Errorf("counting rejections: %w", err)
 			}
 			nodes, err := decodeNodes(names)
 			if err != nil {
 				return nil, err
 			}
+			b := bucketOf(finished)
 			for _, n := range nodes {
-				c := byNode[n]
-				if c == nil {
-					c = &store.RejectionCount{Key: n, Plugins: map[string]int64{}}
-					byNode[n] = c
+				c := get(n)
+				if c.Plugins == nil {
+					c.Plugins = map[string]int64{}
 				}
 				// A node gets one verdict per attempt.
 				c.Attempts++
 				c.Nodes++
 				c.Plugins[plugin]++
+				if b >= 0 {
+					c.Series[b].Attempts++
+					c.Series[b].Nodes++
+				}
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		for _, c := range byNode {
-			out = append(out, *c)
-		}
 	default:
 		return nil, fmt.Errorf("unknown grouping %q", rq.By)
+	}
+	out := make([]store.RejectionCount, 0, len(counts))
+	for _, c := range counts {
+		out = append(out, *c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Nodes != out[j].Nodes {
@@ -499,9 +535,6 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 	})
 	if rq.Limit > 0 && len(out) > rq.Limit {
 		out = out[:rq.Limit]
-	}
-	if out == nil {
-		out = []store.RejectionCount{}
 	}
 	return out, nil
 }

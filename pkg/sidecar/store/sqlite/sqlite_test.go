@@ -209,6 +209,18 @@ func TestRejections(t *testing.T) {
 			},
 		},
 		{
+			name: "by node, series",
+			q:    store.RejectionQuery{By: store.ByNode, Since: recordtest.Base, Until: recordtest.Base.Add(4 * time.Second), Step: 2 * time.Second, Limit: 1},
+			want: []store.RejectionCount{
+				// n1 was rejected by TaintToleration at 0s and by NodeResourcesFit at 1s
+				// and 3s (n2 as often, and comes second by name).
+				{Key: "n1", Attempts: 3, Nodes: 3, Plugins: map[string]int64{"NodeResourcesFit": 2, "TaintToleration": 1}, Series: []store.RejectionBucket{
+					{Start: recordtest.Base, Attempts: 2, Nodes: 2},
+					{Start: recordtest.Base.Add(2 * time.Second), Attempts: 1, Nodes: 1},
+				}},
+			},
+		},
+		{
 			name: "by node, limit",
 			q:    store.RejectionQuery{By: store.ByNode, Until: recordtest.Base.Add(500 * time.Millisecond), Limit: 1},
 			want: []store.RejectionCount{
