@@ -20,11 +20,15 @@ type RecordOptions struct {
 	AllowRemote bool
 	// Bookmark is the interval of keep-alive events on idle watches.
 	Bookmark time.Duration
+	// TracingConfigFile is a TracingConfiguration file; empty turns tracing off.
+	TracingConfigFile string
+	// SlowAttempt is the duration above which an attempt is always traced.
+	SlowAttempt time.Duration
 }
 
 // NewRecordOptions returns the defaults.
 func NewRecordOptions() *RecordOptions {
-	return &RecordOptions{BufferSize: 10000, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second}
+	return &RecordOptions{BufferSize: 10000, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
 }
 
 // AddFlags adds the options' flags to fs.
@@ -34,6 +38,8 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Allow --record-stream-address to be a non-loopback address. The stream is not authenticated.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
+	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) for OpenTelemetry traces of scheduling attempts. Empty turns tracing off.")
+	fs.DurationVar(&o.SlowAttempt, "tracing-slow-attempt-threshold", o.SlowAttempt, "Attempts that spend longer than this in the scheduler (queue wait excluded) are traced whatever the sampling rate, as are unschedulable and failed attempts. Negative turns the rule off.")
 }
 
 // Validate reports every invalid option, naming its flag.

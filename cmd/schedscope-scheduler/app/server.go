@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -37,6 +39,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/metrics"
 	"github.com/schedscope/schedscope/pkg/plugins/observe"
 	"github.com/schedscope/schedscope/pkg/stream"
+	"github.com/schedscope/schedscope/pkg/tracing"
 )
 
 // NewSchedulerCommand returns the kube-scheduler command, with all its flags,
@@ -96,6 +99,13 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	if errs := recordOpts.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
+	var tracingConfig *tracingapi.TracingConfiguration
+	if recordOpts.TracingConfigFile != "" {
+		var err error
+		if tracingConfig, err = tracing.LoadConfig(recordOpts.TracingConfigFile); err != nil {
+			return fmt.Errorf("--tracing-config-file: %w", err)
+		}
+	}
 	if opts.InformerName == nil {
 		informerName, err := cache.NewInformerName("schedscope-scheduler")
 		if err != nil {
@@ -114,16 +124,35 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
 	streamServer := stream.NewServer(buffer, recordOpts.Bookmark)
 	var recorder *observe.Recorder
+	var tracer *tracing.Tracer
 	m := metrics.Register(metrics.Sources{
-		BufferedRecords: func() float64 { n, _, _ := buffer.Stats(); return float64(n) },
-		EvictedRecords:  func() float64 { _, _, evicted := buffer.Stats(); return float64(evicted) },
-		DroppedRecords:  func() float64 { return float64(recorder.Dropped()) },
-		StreamWatchers:  func() float64 { return float64(streamServer.Watchers()) },
+		BufferedRecords:       func() float64 { n, _, _ := buffer.Stats(); return float64(n) },
+		EvictedRecords:        func() float64 { _, _, evicted := buffer.Stats(); return float64(evicted) },
+		DroppedRecords:        func() float64 { return float64(recorder.Dropped()) },
+		StreamWatchers:        func() float64 { return float64(streamServer.Watchers()) },
+		DroppedSpans:          func() float64 { return float64(tracer.DroppedSpans()) },
+		MalformedTraceparents: func() float64 { return float64(tracer.MalformedTraceparents()) },
 	})
 	recorder = observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize, OnRecord: m.ObserveRecord})
 	cc, sched, err := Setup(ctx, opts, recorder, registryOptions...)
 	if err != nil {
 		return err
+	}
+	if tracingConfig != nil {
+		profiles := make([]string, 0, len(cc.ComponentConfig.Profiles))
+		for _, p := range cc.ComponentConfig.Profiles {
+			profiles = append(profiles, p.SchedulerName)
+		}
+		tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, Profiles: profiles})
+		if err != nil {
+			return fmt.Errorf("--tracing-config-file: %w", err)
+		}
+		defer func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tracer.Shutdown(shutdownCtx)
+		}()
+		recorder.SetTracer(tracer)
 	}
 	fg.(featuregate.MutableFeatureGate).AddMetrics()
 	opts.ComponentGlobalsRegistry.AddMetrics()
