@@ -208,15 +208,33 @@ const maxGoneRetries = 10
 
 func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
 	for range maxGoneRetries {
-		resp, err := f.get(ctx, false, cur)
+		// A list may be long, but must not stall: it is abandoned when
+		// nothing arrives for IdleTimeout.
+		lctx, cancel := context.WithCancel(ctx)
+		idle := time.AfterFunc(f.opts.IdleTimeout, cancel)
+		resp, err := f.get(lctx, false, cur)
 		if err != nil {
+			idle.Stop()
+			cancel()
 			return err
 		}
+		body := &idleReader{r: resp.Body, timer: idle, timeout: f.opts.IdleTimeout}
 		switch resp.StatusCode {
 		case http.StatusOK:
-			changed, err := f.ingestList(ctx, cur, resp.Body)
+			changed, err := f.ingestList(ctx, cur, body)
+			stalled := lctx.Err() != nil && ctx.Err() == nil
 			resp.Body.Close()
-			if err != nil {
+			idle.Stop()
+			cancel()
+			switch {
+			case err == nil:
+			case stalled:
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+				return fmt.Errorf("the list stalled: nothing received for %v: %w", f.opts.IdleTimeout, err)
+			case isStoreError(err) || ctx.Err() != nil:
+				return err // counted, or shutting down
+			default:
+				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
 				return err
 			}
 			f.touch()
@@ -228,8 +246,10 @@ func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
 			}
 			return nil
 		case http.StatusGone:
-			g, err := DecodeGone(resp.Body)
+			g, err := DecodeGone(body)
 			resp.Body.Close()
+			idle.Stop()
+			cancel()
 			if err != nil {
 				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
 				return err
@@ -239,11 +259,28 @@ func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
 			}
 		default:
 			err := responseError(resp)
+			idle.Stop()
+			cancel()
 			f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
 			return err
 		}
 	}
 	return fmt.Errorf("list answered 410 Gone %d times in a row", maxGoneRetries)
+}
+
+// idleReader restarts timer on every read that returns data.
+type idleReader struct {
+	r       io.Reader
+	timer   *time.Timer
+	timeout time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.timer.Reset(r.timeout)
+	}
+	return n, err
 }
 
 // epochChange stops the decoding of a list from another epoch.
@@ -282,9 +319,6 @@ func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Re
 	switch {
 	case errors.As(err, &ec):
 		return ec.epoch, nil
-	case err != nil && ctx.Err() == nil && !isStoreError(err):
-		f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
-		return "", err
 	case err != nil:
 		return "", err
 	}

@@ -457,3 +457,28 @@ func TestListIsStoredInBatches(t *testing.T) {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}
 }
+
+func TestStalledListIsAbandoned(t *testing.T) {
+	sched := newScheduler(t, 100, "e1")
+	sched.add(2)
+	var stalls atomic.Int32
+	stalls.Store(1)
+	real := stream.NewServer(sched.buf, 50*time.Millisecond)
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") == "" && stalls.Add(-1) >= 0 {
+			// Send half a list, then hang.
+			w.Write([]byte(`{"epoch":"e1","seq":2,"oldest":1,"items":[`))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		real.ServeHTTP(w, r)
+	})
+	sched.handler.Store(&h)
+	st := openStore(t, filepath.Join(t.TempDir(), "db"))
+	r := follow(t, sched.url(), st, func(o *Options) { o.IdleTimeout = 200 * time.Millisecond })
+	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 2})
+	if s := r.f.Status(); !strings.Contains(s.LastError, "the list stalled") {
+		t.Errorf("last error %q, want the abandoned list", s.LastError)
+	}
+}
