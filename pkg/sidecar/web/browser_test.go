@@ -168,8 +168,11 @@ func TestPodPageInChromium(t *testing.T) {
 }
 
 func TestHomePageInChromium(t *testing.T) {
-	base := serve(t, podRecord(),
-		recordtest.MakeAttempt("batch", "job", "uid-job").Unschedulable("0/1 nodes are available").
+	now := time.Now()
+	base := serve(t, recordtest.MakeAttempt("shop", "web", "uid-web").Finished(now.Add(-2*time.Minute)).
+		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+		Passed("big-1").Scheduled("big-1").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Finished(now.Add(-time.Minute)).Unschedulable("0/1 nodes are available").
 			Rejected("NodeResourcesFit", "Insufficient memory", "a").Obj())
 	dom := dumpDOM(t, base+"/")
 	re := regexp.MustCompile(`(?s)Pending pods</h2>.*?</table>`)
@@ -179,6 +182,12 @@ func TestHomePageInChromium(t *testing.T) {
 	}
 	if strings.Contains(pending, "shop/web") {
 		t.Errorf("the pending table lists the scheduled pod shop/web")
+	}
+	byPlugin := regexp.MustCompile(`(?s)<table class="rejections" data-by="plugin">.*?</table>`).FindString(dom)
+	for _, want := range []string{"NodeResourcesFit", "TaintToleration"} {
+		if !strings.Contains(byPlugin, want) {
+			t.Errorf("the rejecting plugins table does not list %s:\n%s", want, byPlugin)
+		}
 	}
 }
 

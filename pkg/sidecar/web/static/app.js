@@ -81,14 +81,29 @@ function podTable(items, empty) {
       el('td', { text: p.latest.message || (p.latest.selectedNode ? 'on ' + p.latest.selectedNode : '') })))));
 }
 
+function rejectionTable(list, label) {
+  if (!list.items.length) return el('p', { class: 'muted', text: 'No rejections in the last hour.' });
+  return el('table', { class: 'rejections', 'data-by': list.by },
+    el('thead', {}, el('tr', {}, [label, 'Attempts', 'Node rejections'].map(h => el('th', { text: h })))),
+    el('tbody', {}, list.items.map(r => el('tr', {},
+      el('td', { text: r.key + (r.plugins ? ' (' + Object.entries(r.plugins).map(([p, n]) => p + ' ' + n).join(', ') + ')' : '') }),
+      el('td', { class: 'num', text: r.attempts }),
+      el('td', { class: 'num', text: r.nodes })))));
+}
+
 async function renderHome(main) {
-  const [pending, recent] = await Promise.all([api('api/v1/pending?limit=200'), api('api/v1/pods?limit=100')]);
+  const [pending, recent, byPlugin, byNode] = await Promise.all([
+    api('api/v1/pending?limit=200'), api('api/v1/pods?limit=100'),
+    api('api/v1/rejections?by=plugin&since=1h&limit=10'), api('api/v1/rejections?by=node&since=1h&limit=10')]);
   fill(main,
     el('h2', { text: 'Pending pods' }),
     pending.restricted ? el('p', { class: 'muted', text: 'Only namespaces you may list pods in: ' + (pending.namespaces || []).join(', ') }) : null,
     podTable(pending.items, 'No pending pods.'),
     el('h2', { text: 'Recent pods' }),
-    podTable(recent.items, 'No attempts recorded yet.'));
+    podTable(recent.items, 'No attempts recorded yet.'),
+    el('div', { class: 'columns' },
+      el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), rejectionTable(byPlugin, 'Plugin')),
+      el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), rejectionTable(byNode, 'Node'))));
 }
 
 function traceLink(traceID) {
