@@ -1,0 +1,199 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/stream"
+)
+
+// fakeAPIServer answers TokenReviews (token "alice-token" is alice) and
+// SubjectAccessReviews (alice may get pod shop/web and the path /metrics),
+// and records the reviews it was asked.
+type fakeAPIServer struct {
+	mu   sync.Mutex
+	sars []string
+}
+
+func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/apis/authentication.k8s.io/v1/tokenreviews":
+		var tr authenticationv1.TokenReview
+		if err := json.NewDecoder(r.Body).Decode(&tr); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if tr.Spec.Token == "alice-token" {
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "alice"}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(tr)
+	case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+		var sar authorizationv1.SubjectAccessReview
+		if err := json.NewDecoder(r.Body).Decode(&sar); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var desc string
+		if ra := sar.Spec.ResourceAttributes; ra != nil {
+			desc = fmt.Sprintf("%s %s group=%q version=%q %s %s/%s", sar.Spec.User, ra.Verb, ra.Group, ra.Version, ra.Resource, ra.Namespace, ra.Name)
+		} else if nra := sar.Spec.NonResourceAttributes; nra != nil {
+			desc = fmt.Sprintf("%s %s %s", sar.Spec.User, nra.Verb, nra.Path)
+		}
+		f.mu.Lock()
+		f.sars = append(f.sars, desc)
+		f.mu.Unlock()
+		allowed := map[string]bool{
+			`alice get group="" version="v1" pods shop/web`: true,
+			"alice get /metrics":                            true,
+		}[desc]
+		sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(sar)
+	default:
+		http.Error(w, "not found", http.StatusNotFound)
+	}
+}
+
+func (f *fakeAPIServer) asked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.sars...)
+}
+
+// TestRun starts the sidecar as the command does, with delegated
+// authentication and authorization against a fake apiserver, following a
+// real record stream, and checks what a caller sees.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	apiserver := &fakeAPIServer{}
+	apiSrv := httptest.NewTLSServer(apiserver)
+	defer apiSrv.Close()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: sidecar-token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, apiSrv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	buf := stream.NewBuffer(100, "e1")
+	buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").
+		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+		Passed("n1").Scheduled("n1").Obj())
+	buf.Add(recordtest.MakeAttempt("shop", "db", "uid-db").Unschedulable("0/1 nodes are available").Obj())
+	streamSrv := httptest.NewServer(stream.NewServer(buf, time.Second))
+	defer streamSrv.Close()
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.StreamURL = streamSrv.URL + stream.Path
+	o.DBPath = filepath.Join(dir, "records.db")
+	o.SchedulerHealthURL, o.SchedulerReadyURL = "", ""
+	o.ClusterHealth = false
+	o.SecureServing.Listener = ln
+	o.SecureServing.BindPort = 0
+	o.Authentication.RemoteKubeConfigFile = kubeconfig
+	o.Authentication.SkipInClusterLookup = true
+	o.Authorization.RemoteKubeConfigFile = kubeconfig
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("Run did not return after its context ended")
+		}
+	}()
+
+	base := "https://" + ln.Addr().String()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	get := func(token, path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// The record arrives through the stream.
+	var code int
+	var body string
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		code, body = get("alice-token", "/api/v1/namespaces/shop/pods/web/explain?node=tainted-node")
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("explain never answered 200: %d %s", code, body)
+	}
+	if !strings.Contains(body, "rejected at Filter by TaintToleration") {
+		t.Errorf("explain of tainted-node: %s", body)
+	}
+
+	tests := []struct {
+		name, token, path string
+		wantCode          int
+		wantBody          string
+	}{
+		{name: "health needs nothing", path: "/healthz", wantCode: 200, wantBody: "ok"},
+		{name: "the page needs nothing", path: "/", wantCode: 200, wantBody: "<title>schedscope</title>"},
+		{name: "another pod is forbidden", token: "alice-token", path: "/api/v1/namespaces/shop/pods/db/explain", wantCode: 403},
+		{name: "anonymous is forbidden", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 403},
+		{name: "an unknown token is refused", token: "mallory-token", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 401},
+		{name: "metrics with the path permission", token: "alice-token", path: "/metrics", wantCode: 200, wantBody: "schedscope_follower_records_received_total 2"},
+		{name: "metrics anonymous", path: "/metrics", wantCode: 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := get(tt.token, tt.path)
+			if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
+				t.Errorf("GET %s: %d %s; want %d with %q", tt.path, code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+	found := false
+	for _, sar := range apiserver.asked() {
+		if sar == `alice get group="" version="v1" pods shop/web` {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no SubjectAccessReview for alice to get pod shop/web; asked %q", apiserver.asked())
+	}
+}
