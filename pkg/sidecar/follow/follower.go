@@ -177,7 +177,12 @@ func (f *Follower) session(ctx context.Context, cur *store.Cursor) (progressed b
 func (f *Follower) url(cur *store.Cursor, watch bool) string {
 	u, _ := url.Parse(f.opts.URL)
 	q := u.Query()
-	q.Set(stream.ParamSince, strconv.FormatUint(cur.Seq, 10))
+	if cur.Epoch != "" || watch {
+		q.Set(stream.ParamSince, strconv.FormatUint(cur.Seq, 10))
+	}
+	// On first contact a list without since returns whatever is buffered,
+	// even after the buffer has wrapped (older servers read it as 0 and
+	// answer 410 Gone with the oldest sequence, which gone() handles).
 	if cur.Epoch != "" {
 		q.Set(stream.ParamEpoch, cur.Epoch)
 	}
@@ -293,18 +298,23 @@ func (e *epochChange) Error() string { return fmt.Sprintf("the stream is now in 
 func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Reader) (newEpoch string, err error) {
 	batch := make([]*record.Attempt, 0, f.opts.MaxBatch)
 	checked := false
-	check := func(epoch string) error {
+	check := func(epoch string, first *record.Attempt) error {
 		if checked {
 			return nil
 		}
 		if cur.Epoch != "" && epoch != cur.Epoch {
 			return &epochChange{epoch: epoch}
 		}
+		if cur.Epoch == "" && first != nil && first.Seq > cur.Seq+1 {
+			// First contact: the records before the first one listed
+			// predate the follower; they are not lost.
+			cur.Seq = first.Seq - 1
+		}
 		cur.Epoch, checked = epoch, true
 		return nil
 	}
 	h, err := DecodeList(body, func(epoch string, a *record.Attempt) error {
-		if err := check(epoch); err != nil {
+		if err := check(epoch, a); err != nil {
 			return err
 		}
 		batch = append(batch, a)
@@ -322,7 +332,7 @@ func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Re
 	case err != nil:
 		return "", err
 	}
-	if err := check(h.Epoch); err != nil {
+	if err := check(h.Epoch, nil); err != nil {
 		return h.Epoch, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Listed records", "epoch", h.Epoch, "items", h.Items, "last", h.Seq)

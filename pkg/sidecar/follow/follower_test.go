@@ -482,3 +482,17 @@ func TestStalledListIsAbandoned(t *testing.T) {
 		t.Errorf("last error %q, want the abandoned list", s.LastError)
 	}
 }
+
+func TestFirstContactAfterWrapCountsNothing(t *testing.T) {
+	sched := newScheduler(t, 5, "e1")
+	sched.add(12) // 8..12 remain
+	st := openStore(t, filepath.Join(t.TempDir(), "db"))
+	r := follow(t, sched.url(), st, nil)
+	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 12})
+	if diff := cmp.Diff(seqRange(8, 12), storedSeqs(t, st)); diff != "" {
+		t.Errorf("stored sequences (-want +got):\n%s", diff)
+	}
+	if got := testutil.ToFloat64(r.metrics.RecordsLost); got != 0 {
+		t.Errorf("records lost %v, want 0: they predate the sidecar", got)
+	}
+}
