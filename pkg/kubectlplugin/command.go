@@ -119,6 +119,8 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		// Shown in usage as kubectl runs it.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl schedscope"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("a subcommand is required: explain or pending")
 		},
