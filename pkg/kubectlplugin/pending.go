@@ -55,26 +55,21 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := c.Get(ctx, "/api/v1/pending", url.Values{"limit": {strconv.Itoa(p.limit)}})
+	path := "/api/v1/pending"
+	if !p.allNamespaces {
+		ns, err := p.namespace()
+		if err != nil {
+			return err
+		}
+		path = "/api/v1/namespaces/" + url.PathEscape(ns) + "/pending"
+	}
+	body, err := c.Get(ctx, path, url.Values{"limit": {strconv.Itoa(p.limit)}})
 	if err != nil {
 		return notFoundOr(err)
 	}
 	var list api.PodList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("decoding the pending pods: %w", err)
-	}
-	if !p.allNamespaces {
-		ns, err := p.namespace()
-		if err != nil {
-			return err
-		}
-		kept := list.Items[:0]
-		for _, it := range list.Items {
-			if it.Pod.Namespace == ns {
-				kept = append(kept, it)
-			}
-		}
-		list.Items = kept
 	}
 	return p.print(&list, func(w io.Writer) { PrintPending(w, list.Items, p.now()) })
 }

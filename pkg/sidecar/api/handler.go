@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -61,6 +63,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET /api/v1/pods/{uid}/explain", h.podExplain)
 	mux.HandleFunc("GET /api/v1/pods", h.pods(false))
 	mux.HandleFunc("GET /api/v1/pending", h.pods(true))
+	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods", h.pods(false))
+	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pending", h.pods(true))
 	mux.HandleFunc("GET /api/v1/rejections", h.rejections)
 	mux.HandleFunc("GET /api/v1/status", h.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -260,15 +264,30 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if u == nil {
 			return
 		}
+		var nss []string
+		restricted := true
+		if ns := r.PathValue("namespace"); ns != "" {
+			// One namespace: the caller must be allowed to list its pods.
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				h.fail(w, r, paramErr("namespace", ns, "%q is not a namespace name: %s", ns, strings.Join(errs, "; ")))
+				return
+			}
+			if !authorize(r.Context(), h.Authorizer, w, podAttributes(u, "list", ns, "")) {
+				return
+			}
+			nss, restricted = []string{ns}, false
+		}
 		limit, err := ParseLimit(r.URL.Query())
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		nss, err := h.allowedNamespaces(r.Context(), u)
-		if err != nil {
-			h.fail(w, r, err)
-			return
+		if nss == nil {
+			if nss, err = h.allowedNamespaces(r.Context(), u); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			restricted = nss != nil
 		}
 		filter := pendingOnly && h.StillPending != nil
 		fetch := limit
@@ -293,7 +312,7 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if len(items) > limit {
 			items = items[:limit]
 		}
-		writeJSON(w, http.StatusOK, PodList{Restricted: nss != nil, Namespaces: nss, Items: items})
+		writeJSON(w, http.StatusOK, PodList{Restricted: restricted, Namespaces: nss, Items: items})
 	}
 }
 

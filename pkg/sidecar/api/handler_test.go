@@ -209,6 +209,10 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 		{name: "pending, one namespace", user: "alice", path: "/api/v1/pending", wantCode: 200, wantNS: []string{"team-a"}},
 		{name: "pending, no namespace", user: "carol", path: "/api/v1/pending", wantCode: 200},
 		{name: "pending, anonymous", path: "/api/v1/pending", wantCode: 401},
+		{name: "pending of one namespace", user: "alice", path: "/api/v1/namespaces/team-a/pending", wantCode: 200, wantNS: []string{"team-a"}},
+		{name: "pods of one namespace", user: "admin", path: "/api/v1/namespaces/team-b/pods", wantCode: 200, want: []string{"team-b/db"}, wantNS: []string{"team-b"}},
+		{name: "pending of a namespace not allowed", user: "alice", path: "/api/v1/namespaces/team-b/pending", wantCode: 403},
+		{name: "pending of a bad namespace", user: "alice", path: "/api/v1/namespaces/Team_B/pending", wantCode: 400},
 		{name: "pending, bad limit", user: "admin", path: "/api/v1/pending?limit=x", wantCode: 400},
 	}
 	for _, tt := range tests {
@@ -231,7 +235,7 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("pods (-want +got):\n%s", diff)
 			}
-			if want := tt.user != "admin"; list.Restricted != want {
+			if want := tt.user != "admin" && !strings.HasPrefix(tt.path, "/api/v1/namespaces/"); list.Restricted != want {
 				t.Errorf("restricted %v, want %v", list.Restricted, want)
 			}
 			if diff := cmp.Diff(tt.wantNS, list.Namespaces); diff != "" {
