@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -92,6 +93,13 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 	if path == "" {
 		return nil, errors.New("database path is empty")
 	}
+	// Records name pods and nodes: keep the file to its owner. SQLite
+	// gives its -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening database %q: %w", path, err)
+	}
+	f.Close()
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")

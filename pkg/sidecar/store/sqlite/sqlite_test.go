@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -265,6 +266,9 @@ func TestCursorAndRecordsSurviveReopen(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cursor (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("database file mode %v (%v), want 0600", fi.Mode(), err)
 	}
 	st, err := s2.Stats(ctx)
 	if err != nil {
