@@ -44,9 +44,12 @@ func RenderedPath(o Overlay) string {
 	return filepath.Join(Dir(), "rendered", o.Name+".yaml")
 }
 
-// Render builds o with kustomize, as `kubectl kustomize` does.
+// Render builds o with kustomize, as `kubectl kustomize` does: in its
+// legacy order, namespaces and RBAC before the workloads that need them.
 func Render(o Overlay) ([]byte, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(opts)
 	m, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(Dir(), o.Dir))
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build manifests/%s: %w", o.Dir, err)
