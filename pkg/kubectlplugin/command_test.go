@@ -59,7 +59,7 @@ func sidecar(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, fixture()); err != nil {
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	authn := authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {

@@ -105,7 +105,7 @@ func newEnv(t *testing.T, rules ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, fixture()); err != nil {
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	authz := &fakeAuthz{rules: rules}
@@ -358,7 +358,7 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 	for i, a := range as {
 		a.Seq = uint64(i + 1)
 	}
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e", Seq: 2}, as); err != nil {
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e", Seq: 2}, store.Records(as...)); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(Config{

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
@@ -61,21 +62,64 @@ func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 	}
 }
 
+// Event is a decoded watch event.
+type Event struct {
+	Type string
+	Seq  uint64
+	// Record is the record of an ADDED event: the scheduler's JSON and the
+	// fields the store indexes.
+	Record store.Record
+}
+
+// wireEvent is stream.Event with the record left encoded.
+type wireEvent struct {
+	Type   string          `json:"type"`
+	Seq    uint64          `json:"seq"`
+	Object json.RawMessage `json:"object,omitempty"`
+}
+
+// partialAttempt decodes a record without its scores: the bulk of a large
+// record, which the store keeps in the scheduler's JSON without indexing.
+type partialAttempt struct {
+	record.Attempt
+	Scores json.RawMessage `json:"scores,omitempty"`
+}
+
+// decodeRecord decodes the JSON of a record for the store.
+func decodeRecord(raw []byte) (store.Record, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return store.Record{}, errors.New("the record is null")
+	}
+	var p partialAttempt
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return store.Record{}, err
+	}
+	return store.Record{Attempt: &p.Attempt, JSON: raw}, nil
+}
+
 // Next returns the next event, io.EOF at the clean end of the stream, or an
 // error naming the event that could not be decoded.
-func (d *EventDecoder) Next() (stream.Event, error) {
+func (d *EventDecoder) Next() (Event, error) {
 	line, n, err := d.ReadLine()
 	if err != nil {
-		return stream.Event{}, err
+		return Event{}, err
 	}
 	return DecodeEvent(line, n)
 }
 
 // DecodeEvent decodes and validates event number n of a watch.
-func DecodeEvent(line []byte, n int) (stream.Event, error) {
-	var ev stream.Event
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return ev, fmt.Errorf("decoding watch event %d: %w", n, err)
+func DecodeEvent(line []byte, n int) (Event, error) {
+	var w wireEvent
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Event{}, fmt.Errorf("decoding watch event %d: %w", n, err)
+	}
+	ev := Event{Type: w.Type, Seq: w.Seq}
+	if w.Type == stream.EventAdded {
+		r, err := decodeRecord(w.Object)
+		if err != nil {
+			return ev, fmt.Errorf("watch event %d: %s event %d: %w", n, w.Type, w.Seq, err)
+		}
+		ev.Record = r
 	}
 	if err := ValidateEvent(ev); err != nil {
 		return ev, fmt.Errorf("watch event %d: %w", n, err)
@@ -84,17 +128,17 @@ func DecodeEvent(line []byte, n int) (stream.Event, error) {
 }
 
 // ValidateEvent checks what the follower relies on in an event.
-func ValidateEvent(ev stream.Event) error {
+func ValidateEvent(ev Event) error {
 	switch ev.Type {
 	case stream.EventAdded:
-		if ev.Object == nil {
+		if ev.Record.Attempt == nil {
 			return fmt.Errorf("%s event %d has no object", ev.Type, ev.Seq)
 		}
 		if ev.Seq == 0 {
 			return fmt.Errorf("%s event has sequence 0", ev.Type)
 		}
-		if ev.Object.Seq != ev.Seq {
-			return fmt.Errorf("%s event %d carries record %d", ev.Type, ev.Seq, ev.Object.Seq)
+		if ev.Record.Attempt.Seq != ev.Seq {
+			return fmt.Errorf("%s event %d carries record %d", ev.Type, ev.Seq, ev.Record.Attempt.Seq)
 		}
 	case stream.EventBookmark:
 	default:
@@ -117,13 +161,13 @@ type ListHeader struct {
 // epoch before the items, and items that come first are held back until
 // the epoch is known. An error from item stops the decoding and is
 // returned as is.
-func DecodeList(r io.Reader, item func(epoch string, a *record.Attempt) error) (ListHeader, error) {
+func DecodeList(r io.Reader, item func(epoch string, r store.Record) error) (ListHeader, error) {
 	var h ListHeader
 	dec := json.NewDecoder(r)
 	if err := expectDelim(dec, '{'); err != nil {
 		return h, fmt.Errorf("decoding list: %w", err)
 	}
-	var early []*record.Attempt
+	var early []store.Record
 	var last uint64
 	for dec.More() {
 		tok, err := dec.Token()
@@ -146,23 +190,24 @@ func DecodeList(r io.Reader, item func(epoch string, a *record.Attempt) error) (
 				return h, fmt.Errorf("decoding list items: %w", err)
 			}
 			for dec.More() {
-				var a *record.Attempt
-				if err := dec.Decode(&a); err != nil {
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
 					return h, fmt.Errorf("decoding list item %d: %w", h.Items, err)
 				}
-				if a == nil {
-					return h, fmt.Errorf("list item %d is null", h.Items)
+				rec, err := decodeRecord(raw)
+				if err != nil {
+					return h, fmt.Errorf("list item %d: %w", h.Items, err)
 				}
-				if a.Seq == 0 || a.Seq <= last {
+				if a := rec.Attempt; a.Seq == 0 || a.Seq <= last {
 					return h, fmt.Errorf("list item %d has sequence %d, out of order", h.Items, a.Seq)
 				}
-				last = a.Seq
+				last = rec.Attempt.Seq
 				h.Items++
 				if h.Epoch == "" {
-					early = append(early, a)
+					early = append(early, rec)
 					continue
 				}
-				if err := item(h.Epoch, a); err != nil {
+				if err := item(h.Epoch, rec); err != nil {
 					return h, err
 				}
 			}
@@ -181,8 +226,8 @@ func DecodeList(r io.Reader, item func(epoch string, a *record.Attempt) error) (
 	if h.Epoch == "" {
 		return h, errors.New("list has no epoch")
 	}
-	for _, a := range early {
-		if err := item(h.Epoch, a); err != nil {
+	for _, rec := range early {
+		if err := item(h.Epoch, rec); err != nil {
 			return h, err
 		}
 	}

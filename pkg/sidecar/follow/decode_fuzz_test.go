@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
@@ -47,14 +48,15 @@ func FuzzDecodeStream(f *testing.F) {
 				}
 				break
 			}
-			if ev.Type == stream.EventAdded && (ev.Object == nil || ev.Object.Seq != ev.Seq || ev.Seq == 0) {
+			if ev.Type == stream.EventAdded && (ev.Record.Attempt == nil || ev.Record.Attempt.Seq != ev.Seq || ev.Seq == 0 || len(ev.Record.JSON) == 0) {
 				t.Fatalf("accepted an event the follower cannot ingest: %+v", ev)
 			}
 		}
 		var last uint64
 		var epochs []string
-		h, err := DecodeList(bytes.NewReader(data), func(epoch string, a *record.Attempt) error {
-			if a == nil || a.Seq <= last {
+		h, err := DecodeList(bytes.NewReader(data), func(epoch string, r store.Record) error {
+			a := r.Attempt
+			if a == nil || a.Seq <= last || len(r.JSON) == 0 {
 				t.Fatalf("list item out of order or null: %+v after %d", a, last)
 			}
 			last = a.Seq

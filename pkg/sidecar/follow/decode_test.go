@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
 func TestDecodeList(t *testing.T) {
@@ -20,14 +20,14 @@ func TestDecodeList(t *testing.T) {
 	}{
 		{
 			name:     "items after the epoch",
-			body:     `{"epoch":"e1","seq":3,"oldest":2,"items":[{"seq":2},{"seq":3}]}`,
-			want:     []string{"e1/2", "e1/3"},
+			body:     `{"epoch":"e1","seq":3,"oldest":2,"items":[{"seq":2},{"seq":3,"scores":{"nodes":[]}}]}`,
+			want:     []string{`e1/2 {"seq":2}`, `e1/3 {"seq":3,"scores":{"nodes":[]}}`},
 			wantHead: ListHeader{Epoch: "e1", Seq: 3, Oldest: 2, Items: 2},
 		},
 		{
 			name:     "items before the epoch are held back",
 			body:     `{"items":[{"seq":5}],"epoch":"e2","seq":5,"oldest":5,"extra":{"x":[1]}}`,
-			want:     []string{"e2/5"},
+			want:     []string{`e2/5 {"seq":5}`},
 			wantHead: ListHeader{Epoch: "e2", Seq: 5, Oldest: 5, Items: 1},
 		},
 		{name: "empty", body: `{"epoch":"e1","seq":0,"oldest":1,"items":null}`, wantHead: ListHeader{Epoch: "e1", Oldest: 1}},
@@ -40,8 +40,8 @@ func TestDecodeList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			h, err := DecodeList(strings.NewReader(tt.body), func(epoch string, a *record.Attempt) error {
-				got = append(got, fmt.Sprintf("%s/%d", epoch, a.Seq))
+			h, err := DecodeList(strings.NewReader(tt.body), func(epoch string, r store.Record) error {
+				got = append(got, fmt.Sprintf("%s/%d %s", epoch, r.Attempt.Seq, r.JSON))
 				return nil
 			})
 			if tt.wantError != "" {

@@ -296,7 +296,7 @@ func (e *epochChange) Error() string { return fmt.Sprintf("the stream is now in 
 // ingestList stores the records of a list response as they are decoded, a
 // batch at a time. It returns the list's epoch if it is not the cursor's.
 func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Reader) (newEpoch string, err error) {
-	batch := make([]*record.Attempt, 0, f.opts.MaxBatch)
+	batch := make([]store.Record, 0, f.opts.MaxBatch)
 	checked := false
 	check := func(epoch string, first *record.Attempt) error {
 		if checked {
@@ -313,11 +313,11 @@ func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Re
 		cur.Epoch, checked = epoch, true
 		return nil
 	}
-	h, err := DecodeList(body, func(epoch string, a *record.Attempt) error {
-		if err := check(epoch, a); err != nil {
+	h, err := DecodeList(body, func(epoch string, r store.Record) error {
+		if err := check(epoch, r.Attempt); err != nil {
 			return err
 		}
-		batch = append(batch, a)
+		batch = append(batch, r)
 		if len(batch) < f.opts.MaxBatch {
 			return nil
 		}
@@ -396,7 +396,7 @@ func (f *Follower) epochChanged(ctx context.Context, cur *store.Cursor, epoch st
 	return f.persist(ctx, cur, nil)
 }
 
-func (f *Follower) persist(ctx context.Context, cur *store.Cursor, items []*record.Attempt) error {
+func (f *Follower) persist(ctx context.Context, cur *store.Cursor, items []store.Record) error {
 	if err := f.store.Append(ctx, *cur, items); err != nil {
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageStore).Inc()
 		return &storeError{fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)}
@@ -412,10 +412,11 @@ func (f *Follower) touch() {
 }
 
 // ingest stores items that follow the cursor, in batches.
-func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []*record.Attempt) error {
-	batch := make([]*record.Attempt, 0, min(len(items), f.opts.MaxBatch))
+func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []store.Record) error {
+	batch := make([]store.Record, 0, min(len(items), f.opts.MaxBatch))
 	next := *cur
-	for _, a := range items {
+	for _, r := range items {
+		a := r.Attempt
 		if a.Seq <= next.Seq {
 			continue // already have it
 		}
@@ -426,7 +427,7 @@ func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []*recor
 			f.update(func(s *Status) { s.LastGap, s.LastGapAt = gap, time.Now() })
 		}
 		next.Seq = a.Seq
-		batch = append(batch, a)
+		batch = append(batch, r)
 		if len(batch) == f.opts.MaxBatch {
 			if err := f.persist(ctx, &next, batch); err != nil {
 				return err
@@ -445,7 +446,7 @@ func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []*recor
 }
 
 type decoded struct {
-	ev  stream.Event
+	ev  Event
 	err error
 }
 
@@ -520,7 +521,7 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 
 	idle := time.NewTimer(f.opts.IdleTimeout)
 	defer idle.Stop()
-	batch := make([]*record.Attempt, 0, f.opts.MaxBatch)
+	batch := make([]store.Record, 0, f.opts.MaxBatch)
 	for {
 		var d decoded
 		select {
@@ -540,7 +541,7 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 				break
 			}
 			if d.ev.Type == stream.EventAdded {
-				batch = append(batch, d.ev.Object)
+				batch = append(batch, d.ev.Record)
 			}
 			if len(batch) == f.opts.MaxBatch {
 				break

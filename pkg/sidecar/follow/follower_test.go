@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -261,7 +260,7 @@ type gatedStore struct {
 func (g *gatedStore) close() { g.mu.Lock(); g.gate = make(chan struct{}); g.mu.Unlock() }
 func (g *gatedStore) open()  { g.mu.Lock(); close(g.gate); g.gate = nil; g.mu.Unlock() }
 
-func (g *gatedStore) Append(ctx context.Context, c store.Cursor, as []*record.Attempt) error {
+func (g *gatedStore) Append(ctx context.Context, c store.Cursor, as []store.Record) error {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -427,7 +426,7 @@ type countingStore struct {
 	batches []int
 }
 
-func (c *countingStore) Append(ctx context.Context, cur store.Cursor, as []*record.Attempt) error {
+func (c *countingStore) Append(ctx context.Context, cur store.Cursor, as []store.Record) error {
 	c.mu.Lock()
 	c.batches = append(c.batches, len(as))
 	c.mu.Unlock()

@@ -29,10 +29,30 @@ type Cursor struct {
 type Writer interface {
 	// Cursor returns the stored cursor (zero when the store is new).
 	Cursor(ctx context.Context) (Cursor, error)
-	// Append stores attempts and cursor in one transaction. Attempts
-	// already stored (same epoch and sequence) are ignored. attempts may be
+	// Append stores records and cursor in one transaction. Records
+	// already stored (same epoch and sequence) are ignored. records may be
 	// empty to store only the cursor.
-	Append(ctx context.Context, cursor Cursor, attempts []*record.Attempt) error
+	Append(ctx context.Context, cursor Cursor, records []Record) error
+}
+
+// Record is an attempt to store.
+type Record struct {
+	// Attempt is the decoded record. When JSON is set it may lack its
+	// Scores: the store reads only the fields it indexes from it.
+	Attempt *record.Attempt
+	// JSON, when set, is the record as the scheduler encoded it. It is
+	// stored as is, which spares encoding it again and keeps the fields
+	// this build does not know.
+	JSON []byte
+}
+
+// Records wraps attempts without their JSON.
+func Records(attempts ...*record.Attempt) []Record {
+	out := make([]Record, len(attempts))
+	for i, a := range attempts {
+		out[i] = Record{Attempt: a}
+	}
+	return out
 }
 
 // Reader is what the explain API needs.

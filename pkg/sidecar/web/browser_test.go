@@ -48,7 +48,7 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 	for i, a := range records {
 		a.Seq = uint64(i + 1)
 	}
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: uint64(len(records))}, records); err != nil {
+	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: uint64(len(records))}, store.Records(records...)); err != nil {
 		t.Fatal(err)
 	}
 	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {

@@ -41,7 +41,7 @@ func BenchmarkAppend(b *testing.B) {
 					a.Pod.UID = fmt.Sprintf("uid-%d", seq)
 					items = append(items, &a)
 				}
-				if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: seq}, items); err != nil {
+				if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: seq}, store.Records(items...)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -149,7 +149,7 @@ func (s *Store) Cursor(ctx context.Context) (store.Cursor, error) {
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor store.Cursor, attempts []*record.Attempt) (err error) {
+func (s *Store) Append(ctx context.Context, cursor store.Cursor, records []store.Record) (err error) {
 	// Encode outside the lock and the transaction: it is the expensive part.
 	type row struct {
 		a        *record.Attempt
@@ -158,12 +158,18 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, attempts []*rec
 		finished int64
 		rejected []rejectionRow
 	}
-	rows := make([]row, len(attempts))
+	rows := make([]row, len(records))
 	encode := func(i int) error {
-		a := attempts[i]
-		data, err := encodeAttempt(a)
+		a := records[i].Attempt
+		var data []byte
+		var err error
+		if records[i].JSON != nil {
+			data, err = compress(records[i].JSON)
+		} else {
+			data, err = encodeAttempt(a)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("encoding record %d: %w", a.Seq, err)
 		}
 		sum := store.Summarize(a, cursor.Epoch)
 		sum.StoredBytes = len(data)
@@ -181,7 +187,7 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, attempts []*rec
 	// Encoding a large record costs milliseconds; spread a batch over the CPUs.
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range attempts {
+	for i := range records {
 		g.Go(func() error { return encode(i) })
 	}
 	if err := g.Wait(); err != nil {

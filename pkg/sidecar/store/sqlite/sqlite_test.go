@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func fixture() []*record.Attempt {
 func TestAttempts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -92,7 +93,7 @@ func TestAttempt(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
 	in := fixture()
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, in); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(in...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -124,7 +125,7 @@ func TestAttempt(t *testing.T) {
 func TestPods(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -176,7 +177,7 @@ func TestPods(t *testing.T) {
 func TestRejections(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -249,7 +250,7 @@ func TestCursorAndRecordsSurviveReopen(t *testing.T) {
 		t.Fatalf("new store cursor %+v, %v; want zero", c, err)
 	}
 	want := store.Cursor{Epoch: "e1", Seq: 5, Lost: 42}
-	if err := s.Append(ctx, want, fixture()); err != nil {
+	if err := s.Append(ctx, want, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -283,11 +284,11 @@ func TestAppendIgnoresStoredRecords(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
 	in := fixture()
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 3}, in[:3]); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 3}, store.Records(in[:3]...)); err != nil {
 		t.Fatal(err)
 	}
 	// A replay overlapping what is stored must not duplicate anything.
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, in[1:]); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(in[1:]...)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -298,7 +299,7 @@ func TestAppendIgnoresStoredRecords(t *testing.T) {
 		t.Errorf("stored %d attempts, want 5", st.Attempts)
 	}
 	// The same sequence in another epoch is another record.
-	if err := s.Append(ctx, store.Cursor{Epoch: "e2", Seq: 1}, seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e2", Seq: 1}, store.Records(seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)...)); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.Stats(ctx); st.Attempts != 6 {
@@ -349,7 +350,7 @@ func TestPrune(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openTest(t, tt.retention)
-			if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, fixture()); err != nil {
+			if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 				t.Fatal(err)
 			}
 			removed, err := s.Prune(ctx, tt.now)
@@ -408,7 +409,7 @@ func TestLargeAttemptIsCompact(t *testing.T) {
 	s, _ := openTest(t, store.Retention{})
 	a := recordtest.Large(1, 5000)
 	a.Seq = 1
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, []*record.Attempt{a}); err != nil {
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -427,5 +428,38 @@ func TestLargeAttemptIsCompact(t *testing.T) {
 	}
 	if diff := cmp.Diff(a, got); diff != "" {
 		t.Errorf("record after a round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestAppendStoresTheSchedulersJSON(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	full := recordtest.MakeAttempt("ns", "p", "uid").Rejected("TaintToleration", "taint", "n2").Passed("n1").
+		Scores([]string{"ImageLocality"}, map[string][]int64{"n1": {7}}).Scheduled("n1").Obj()
+	full.Seq = 1
+	raw, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the follower hands over: the scheduler's JSON, and the record
+	// decoded without its scores.
+	partial := *full
+	partial.Scores = nil
+	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, []store.Record{{Attempt: &partial, JSON: raw}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Attempt(ctx, store.PodSelector{UID: "uid"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(full, got); diff != "" {
+		t.Errorf("stored record (-want +got):\n%s", diff)
+	}
+	rej, err := s.Rejections(ctx, store.RejectionQuery{By: store.ByNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rej) != 1 || rej[0].Key != "n2" {
+		t.Errorf("rejections %+v, want n2 indexed", rej)
 	}
 }
