@@ -152,10 +152,10 @@ func withPodAffinity(anti bool, app, topologyKey string) podOption {
 // expected outcome.
 func demoWorkload() []demoPod {
 	return []demoPod{
-		{pod: newPod("web-1", "250m", "256Mi"), want: expect{nodes: general}, what: "resources only"},
-		{pod: newPod("web-2", "250m", "256Mi"), want: expect{nodes: general}, what: "resources only"},
-		{pod: newPod("batch-1", "500m", "512Mi", withProfile(profileBinpack)), want: expect{nodes: general}, what: "bin-packing profile"},
-		{pod: newPod("batch-2", "500m", "512Mi", withProfile(profileBinpack)), want: expect{nodes: general}, what: "bin-packing profile"},
+		{pod: newPod("web-1", "200m", "256Mi"), want: expect{nodes: general}, what: "resources only"},
+		{pod: newPod("web-2", "200m", "256Mi"), want: expect{nodes: general}, what: "resources only"},
+		{pod: newPod("batch-1", "300m", "512Mi", withProfile(profileBinpack)), want: expect{nodes: general}, what: "bin-packing profile"},
+		{pod: newPod("batch-2", "300m", "512Mi", withProfile(profileBinpack)), want: expect{nodes: general}, what: "bin-packing profile"},
 		{pod: newPod("needs-24gi", "1", "24Gi"), want: expect{nodes: []string{"b-large-1"}}, what: "memory fits one node"},
 		{pod: newPod("ssd-only", "100m", "128Mi", withNodeSelector(diskLabel, "ssd")), want: expect{nodes: []string{"a-small-1", "b-large-1"}}, what: "nodeSelector disk=ssd"},
 		{pod: newPod("in-zone-b", "100m", "128Mi", withNodeAffinity(zoneLabel, v1.NodeSelectorOpIn, "zone-b")), want: expect{nodes: []string{"b-large-1"}}, what: "node affinity In"},
