@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +36,9 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"sigs.k8s.io/yaml"
 
+	schedulerapp "github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
 	"github.com/schedscope/schedscope/manifests"
+	sidecarapp "github.com/schedscope/schedscope/pkg/sidecar/app"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
@@ -324,6 +327,17 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 			t.Errorf("scheduler args %q lack %s", sched, want)
 		}
 	}
+	// The binaries accept every flag the manifests pass.
+	schedCmd := schedulerapp.NewSchedulerCommand()
+	if err := schedCmd.Flags().Parse(sched); err != nil {
+		t.Errorf("schedscope-scheduler rejects the Deployment's args: %v", err)
+	}
+	sidecarFlags := pflag.NewFlagSet("schedscope-sidecar", pflag.ContinueOnError)
+	sidecarapp.NewOptions().AddFlags(sidecarFlags)
+	if err := sidecarFlags.Parse(containerArgs(t, deploy, "sidecar")); err != nil {
+		t.Errorf("schedscope-sidecar rejects the Deployment's args: %v", err)
+	}
+
 	hasTracing := slices.ContainsFunc(sched, func(a string) bool { return strings.HasPrefix(a, "--tracing-config-file=") })
 	if hasTracing != (overlay == "tracing") {
 		t.Errorf("overlay %s: scheduler traces: %v", overlay, hasTracing)
