@@ -171,13 +171,15 @@ func (s *stack) port(preferred int) (int, error) {
 func (s *stack) start(ctx context.Context) error {
 	// Jaeger starts first, in the background: it is ready long before the
 	// kube-apiserver is.
-	jaegerBin := filepath.Join(cluster.BinDir(), "jaeger")
-	_, statErr := os.Stat(jaegerBin)
+	_, binErr := os.Stat(filepath.Join(cluster.BinDir(), "jaeger"))
+	_, configErr := os.Stat(filepath.Join(s.root, "tools", "jaeger-config.yaml"))
 	switch {
 	case s.o.noJaeger:
 		s.noTracing = "-no-jaeger"
-	case statErr != nil:
+	case binErr != nil:
 		s.noTracing = "bin/jaeger is not built (`make build-tools`)"
+	case configErr != nil:
+		s.noTracing = "tools/jaeger-config.yaml is missing"
 	default:
 		if err := s.startJaeger(); err != nil {
 			return err
@@ -246,7 +248,7 @@ func (s *stack) start(ctx context.Context) error {
 func (s *stack) startJaeger() error {
 	config, err := os.ReadFile(filepath.Join(s.root, "tools", "jaeger-config.yaml"))
 	if err != nil {
-		return fmt.Errorf("bin/jaeger exists but its configuration does not: %w", err)
+		return err
 	}
 	// A copy in the state directory: its path in Jaeger's command line ties
 	// the process to this stack.
