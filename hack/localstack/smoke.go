@@ -77,7 +77,16 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	}
 	done("exit code 3, rejected by NodeResourcesFit")
 
-	done = s.step("checking the metrics endpoints")
+	done = s.step("checking the web page and the metrics endpoints")
+	resp, err := s.client.Get(s.sidecarURL + "/")
+	if err != nil {
+		return fmt.Errorf("the sidecar's web page: %w", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(bytes.ToLower(page), []byte("<html")) {
+		return fmt.Errorf("the sidecar's web page %s/: %s", s.sidecarURL, resp.Status)
+	}
 	for _, m := range []struct{ url, metric string }{
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope",result="unschedulable"}`},
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope-binpack",result="scheduled"}`},
