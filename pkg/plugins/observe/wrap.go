@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
@@ -63,6 +65,10 @@ func (r *Recorder) registry(base frameworkruntime.Registry) frameworkruntime.Reg
 
 func (r *Recorder) wrapFactory(name string, factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
 	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, err := typedArgs(name, args)
+		if err != nil {
+			return nil, err
+		}
 		profile := ""
 		if p, ok := h.(interface{ ProfileName() string }); ok {
 			profile = p.ProfileName()
@@ -73,6 +79,26 @@ func (r *Recorder) wrapFactory(name string, factory frameworkruntime.PluginFacto
 		}
 		return r.wrap(profile, name, inner)
 	}
+}
+
+// typedArgs decodes args that reached a wrapper undecoded. The scheduler
+// decodes pluginConfig args into the plugin's typed args by plugin name; a
+// configuration file that already names the wrappers (ObservedConfigFile)
+// leaves them raw, so they are decoded here as the plugin's own args.
+func typedArgs(plugin string, args runtime.Object) (runtime.Object, error) {
+	raw, ok := args.(*runtime.Unknown)
+	if !ok {
+		return args, nil
+	}
+	gvk := configv1.SchemeGroupVersion.WithKind(plugin + "Args")
+	if !scheme.Scheme.Recognizes(gvk) {
+		return args, nil
+	}
+	typed, _, err := scheme.Codecs.UniversalDecoder().Decode(raw.Raw, &gvk, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the args of plugin %q: %w", plugin, err)
+	}
+	return typed, nil
 }
 
 // wrap returns the observing wrapper of inner, of the type that implements

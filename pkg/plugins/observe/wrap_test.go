@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	configtesting "k8s.io/kubernetes/pkg/scheduler/apis/config/testing"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
@@ -330,5 +332,45 @@ func TestPluginSetsCoverEveryExtensionPoint(t *testing.T) {
 		if set, ok := v.Field(i).Addr().Interface().(*config.PluginSet); ok && !covered[set] {
 			t.Errorf("extension point %s is not wrapped", v.Type().Field(i).Name)
 		}
+	}
+}
+
+// TestObservedConfigFile checks that the transformed default configuration,
+// decoded again with defaults as a harness would, enables the same plugins
+// as the default profile, under wrapper names only.
+func TestObservedConfigFile(t *testing.T) {
+	data, err := ObservedConfigFile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/observed.yaml"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var observed config.KubeSchedulerConfiguration
+	if _, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, &observed); err != nil {
+		t.Fatalf("decoding the observed configuration: %v\n%s", err, data)
+	}
+	defaults := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{})
+	plain := newTestFramework(t, frameworkplugins.NewInTreeRegistry(), defaults.Profiles[0])
+	registry, _, err := NewRecorder(Options{Sink: discard{}}).Observe(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Merge(frameworkplugins.NewInTreeRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	wrapped := newTestFramework(t, registry, observed.Profiles[0])
+	want := plain.(interface{ ListPlugins() *config.Plugins }).ListPlugins()
+	gotWrapped := wrapped.(interface{ ListPlugins() *config.Plugins }).ListPlugins()
+	for _, set := range pluginSets(gotWrapped) {
+		for _, p := range set.Enabled {
+			if !strings.HasPrefix(p.Name, namePrefix) {
+				t.Errorf("%s enables %s, which is not observed", set.name, p.Name)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, unwrapNames(gotWrapped)); diff != "" {
+		t.Errorf("enabled plugins differ (-default +observed file):\n%s", diff)
 	}
 }

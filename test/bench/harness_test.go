@@ -1,0 +1,338 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"k8s.io/kubernetes/pkg/scheduler"
+	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedscope/schedscope/pkg/plugins/observe"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
+	"github.com/schedscope/schedscope/pkg/tracing"
+)
+
+var (
+	mode           = flag.String("schedscope-mode", "plain", "plain, recording or tracing")
+	workloadFile   = flag.String("schedscope-workload-file", "misc/performance-config.yaml", "upstream workload file, relative to k8s.io/kubernetes/test/integration/scheduler_perf")
+	resultFile     = flag.String("schedscope-result-file", "", "append one JSON line per run: mode, peak heap, records, spans")
+	requireRecords = flag.Bool("schedscope-require-records", false, "fail unless the observed modes recorded an attempt for every scheduled pod (for the smoke run)")
+)
+
+// result is what a run reports beside the harness's own data items.
+type result struct {
+	Mode          string `json:"mode"`
+	Workload      string `json:"workload"`
+	PeakHeapBytes uint64 `json:"peakHeapBytes"`
+	Records       int64  `json:"records"`
+	RecordsRead   int64  `json:"recordsRead"`
+	Dropped       uint64 `json:"dropped"`
+	SpansReceived int64  `json:"spansReceived"`
+}
+
+func BenchmarkPerfScheduling(b *testing.B) {
+	dir, err := schedulerPerfDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstream := filepath.Join(dir, *workloadFile)
+	topic := strings.Split(*workloadFile, "/")[0]
+	res := &result{Mode: *mode, Workload: *workloadFile}
+	heap := startHeapSampler()
+	defer func() {
+		res.PeakHeapBytes = heap.stop()
+		writeResult(b, res)
+	}()
+
+	switch *mode {
+	case "plain":
+		perf.RunBenchmarkPerfScheduling(b, upstream, topic, nil)
+	case "recording", "tracing":
+		observed, err := observedWorkloadFile(upstream, b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		o := newObserver(b, res, *mode == "tracing")
+		registry, _, err := o.recorder.Observe(nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		perf.RunBenchmarkPerfScheduling(b, observed, topic, registry, perf.WithNodeUpdateFn(o.install))
+		o.stop()
+		if *requireRecords && (res.Records == 0 || res.RecordsRead != res.Records) {
+			b.Fatalf("recorded %d attempts, the stream reader read %d: want every attempt recorded and read", res.Records, res.RecordsRead)
+		}
+		if *requireRecords && *mode == "tracing" && res.SpansReceived == 0 {
+			b.Fatal("the OTLP receiver received no span")
+		}
+	default:
+		b.Fatalf("-schedscope-mode=%q: want plain, recording or tracing", *mode)
+	}
+}
+
+// schedulerPerfDir is the upstream harness's directory in the module cache.
+func schedulerPerfDir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		return "", fmt.Errorf("locating k8s.io/kubernetes: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf"), nil
+}
+
+// observedWorkloadFile writes a copy of the upstream workload file into dir
+// whose test cases use the observed form of their scheduler configuration
+// (the default one when they name none). Template paths are made absolute
+// so that they still point at upstream's templates; nothing else changes.
+func observedWorkloadFile(upstream, dir string) (string, error) {
+	data, err := os.ReadFile(upstream)
+	if err != nil {
+		return "", err
+	}
+	var cases []map[string]any
+	if err := yaml.Unmarshal(data, &cases); err != nil {
+		return "", fmt.Errorf("parsing %s: %w", upstream, err)
+	}
+	base := filepath.Dir(upstream)
+	for i, tc := range cases {
+		absolutePaths(tc, base)
+		configPath, _ := tc["schedulerConfigPath"].(string)
+		observed, err := observe.ObservedConfigFile(configPath)
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(dir, fmt.Sprintf("scheduler-config-%d.yaml", i))
+		if err := os.WriteFile(out, observed, 0o644); err != nil {
+			return "", err
+		}
+		tc["schedulerConfigPath"] = out
+	}
+	data, err = yaml.Marshal(cases)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "performance-config.yaml")
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// absolutePaths rewrites every template and config path below v relative to base.
+func absolutePaths(v any, base string) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if s, ok := x.(string); ok && (strings.HasSuffix(k, "Path") || strings.HasSuffix(k, "PathTemplate")) && !filepath.IsAbs(s) && s != "" {
+				t[k] = filepath.Join(base, s)
+				continue
+			}
+			if k == "templatePaths" {
+				if list, ok := x.([]any); ok {
+					for i, p := range list {
+						if s, ok := p.(string); ok && !filepath.IsAbs(s) {
+							list[i] = filepath.Join(base, s)
+						}
+					}
+				}
+				continue
+			}
+			absolutePaths(x, base)
+		}
+	case []any:
+		for _, x := range t {
+			absolutePaths(x, base)
+		}
+	}
+}
+
+// observer is schedscope's observation, wired as schedscope-scheduler wires it.
+type observer struct {
+	b        *testing.B
+	res      *result
+	recorder *observe.Recorder
+	buffer   *stream.Buffer
+	tracer   *tracing.Tracer
+	receiver *otlpReceiver
+
+	once    sync.Once
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	records atomic.Int64
+	read    atomic.Int64
+}
+
+func newObserver(b *testing.B, res *result, traced bool) *observer {
+	o := &observer{b: b, res: res, buffer: stream.NewBuffer(10000, uuid.NewString())}
+	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(*record.Attempt) { o.records.Add(1) }})
+	if traced {
+		o.receiver = startOTLPReceiver(b)
+		endpoint := o.receiver.addr
+		rate := int32(1_000_000)
+		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.tracer = t
+		o.recorder.SetTracer(t)
+	}
+	return o
+}
+
+// install is the harness's node-update hook: on its first call it installs
+// the framework wrapper on the scheduler, starts the recorder and serves
+// the record stream to a watcher.
+func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
+	o.once.Do(func() {
+		o.recorder.Install(sched)
+		ctx, cancel := context.WithCancel(context.Background())
+		o.cancel = cancel
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tCtx.Fatal(err)
+		}
+		srv := &http.Server{Handler: stream.NewServer(o.buffer, time.Second)}
+		o.done.Add(3)
+		go func() { defer o.done.Done(); o.recorder.Run(ctx) }()
+		go func() { defer o.done.Done(); _ = srv.Serve(ln) }()
+		go func() { defer o.done.Done(); <-ctx.Done(); _ = srv.Close() }()
+		go o.watch(ctx, "http://"+ln.Addr().String()+stream.Path)
+	})
+	return nil
+}
+
+// watch reads the record stream as the sidecar would, until ctx is done.
+func (o *observer) watch(ctx context.Context, url string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"?watch=true&since=0", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var e stream.Event
+		if err := dec.Decode(&e); err != nil {
+			return
+		}
+		if e.Type == stream.EventAdded {
+			o.read.Add(1)
+		}
+	}
+}
+
+func (o *observer) stop() {
+	// Let the worker and the watcher drain what the last pods produced.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && (o.recorder.QueueLength() > 0 || o.read.Load() < o.records.Load()) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if o.cancel != nil {
+		o.cancel()
+	}
+	o.done.Wait()
+	if o.tracer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = o.tracer.Shutdown(ctx)
+	}
+	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
+	if o.receiver != nil {
+		o.res.SpansReceived = o.receiver.spans.Load()
+		o.receiver.server.Stop()
+	}
+}
+
+// otlpReceiver is a live OTLP gRPC trace receiver that counts spans.
+type otlpReceiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	addr   string
+	server *grpc.Server
+	spans  atomic.Int64
+}
+
+func startOTLPReceiver(b *testing.B) *otlpReceiver {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &otlpReceiver{addr: ln.Addr().String(), server: grpc.NewServer()}
+	collectortrace.RegisterTraceServiceServer(r.server, r)
+	go func() { _ = r.server.Serve(ln) }()
+	return r
+}
+
+func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans.Add(int64(len(ss.Spans)))
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// heapSampler tracks the peak of live heap objects.
+type heapSampler struct {
+	stopCh chan struct{}
+	peak   atomic.Uint64
+	done   chan struct{}
+}
+
+func startHeapSampler() *heapSampler {
+	h := &heapSampler{stopCh: make(chan struct{}), done: make(chan struct{})}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		defer close(h.done)
+		ticker := time.NewTicker(50 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > h.peak.Load() {
+				h.peak.Store(v)
+			}
+			select {
+			case <-h.stopCh:
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapSampler) stop() uint64 {
+	close(h.stopCh)
+	<-h.done
+	return h.peak.Load()
+}
+
+func writeResult(b *testing.B, res *result) {
+	if *resultFile == "" {
+		b.Logf("result: %+v", *res)
+		return
+	}
+	line, _ := json.Marshal(res)
+	f, err := os.OpenFile(*resultFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s\n", line)
+}

@@ -1,0 +1,20 @@
+// Package bench measures what schedscope costs the scheduler, with the
+// upstream scheduler_perf harness and its own workload definitions.
+//
+// Each run of BenchmarkPerfScheduling schedules one upstream workload file
+// in one of three modes (-schedscope-mode):
+//
+//   - plain: kube-scheduler as upstream runs it, nothing of ours;
+//   - recording: every plugin observed, every attempt recorded, the record
+//     stream served on loopback and read by a watcher;
+//   - tracing: recording plus tracing at 100% sampling into a live OTLP
+//     receiver on loopback.
+//
+// The harness builds the scheduler from a scheduler configuration file and
+// an out-of-tree registry. The observed modes give it the observing
+// registry and the workload's configuration file transformed as
+// schedscope-scheduler transforms profiles at start-up; the workload
+// definitions are upstream's, read from the module cache. The framework
+// wrapper is installed on the scheduler the harness built, through its
+// node-update hook, before any pod is created.
+package bench
