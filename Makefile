@@ -9,6 +9,9 @@ VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
 TEST_FLAGS ?=
+# The scheduler_perf harness starts etcd from PATH.
+export PATH := $(BIN):$(PATH)
+BENCH_OUT := $(CURDIR)/_output/bench
 
 .DEFAULT_GOAL := help
 
@@ -22,35 +25,60 @@ build: ## Build schedscope and the etcd, kube-apiserver and kube-scheduler it is
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... $(UPSTREAM)
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
 
+.PHONY: build-tools
+build-tools: ## Build Jaeger and promtool from the tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+	cd tools && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+
 .PHONY: generate
 generate: ## Regenerate the observing plugin wrappers.
 	$(GO) run ./hack/wrappergen ./...
 
+.PHONY: manifests
+manifests: ## Render the kustomize overlays into manifests/rendered.
+	$(GO) run ./manifests/render
+
 .PHONY: test
-test: build ## Run the unit and integration tests (real etcd, kube-apiserver and schedulers).
+test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
 	$(GO) test $(TEST_FLAGS) ./...
+	$(MAKE) bench-smoke
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
 	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: build ## Run the integration tests only.
+test-integration: build build-tools ## Run the integration and end-to-end tests only.
 	$(GO) test $(TEST_FLAGS) ./test/...
 
+.PHONY: bench-smoke
+bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
+	@mkdir -p $(BENCH_OUT)/smoke
+	for mode in plain recording tracing; do \
+		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench 'BenchmarkPerfScheduling/SchedulingBasic/5Nodes$$' \
+			-benchtime=1x -perf-scheduling-label-filter= -schedscope-mode=$$mode -schedscope-require-records || exit 1; \
+	done
+
+.PHONY: bench
+bench: build ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf) and the recorder micro-benchmarks; results in _output/bench.
+	$(GO) run ./hack/bench -out $(BENCH_OUT)
+
 .PHONY: verify
-verify: ## Check formatting, vet, go.mod tidiness and generated code.
-	@test -z "$$(gofmt -l cmd pkg test hack)" || { gofmt -l cmd pkg test hack; echo "gofmt needed"; exit 1; }
+verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered manifests.
+	@test -z "$$(gofmt -l cmd pkg test hack config manifests)" || { gofmt -l cmd pkg test hack config manifests; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
-	@cp pkg/plugins/observe/zz_generated.wrappers.go /tmp/zz_generated.wrappers.go.orig
+	cd tools && $(GO) mod tidy -diff
 	@$(GO) run ./hack/wrappergen -out /tmp/zz_generated.wrappers.go.new ./... && \
 		diff -u pkg/plugins/observe/zz_generated.wrappers.go /tmp/zz_generated.wrappers.go.new || { echo "wrappers out of date: make generate"; exit 1; }
+	$(GO) run ./manifests/render -verify
 
 .PHONY: run
-run: build ## Run schedscope on this machine: a local cluster, the scheduler, a demo workload.
-	$(GO) run ./hack/localstack
+run: build build-tools ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar, Jaeger and a demo workload.
+	$(GO) build -o $(BIN)/localstack ./hack/localstack
+	$(BIN)/localstack
 
 .PHONY: clean
-clean: ## Remove built binaries.
-	rm -rf $(BIN)
+clean: ## Remove built binaries and benchmark output.
+	rm -rf $(BIN) _output

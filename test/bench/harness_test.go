@@ -58,6 +58,9 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	}
 	upstream := filepath.Join(dir, *workloadFile)
 	topic := strings.Split(*workloadFile, "/")[0]
+	// The harness resolves template paths against the working directory,
+	// as upstream runs it from the workload file's directory.
+	b.Chdir(filepath.Dir(upstream))
 	res := &result{Mode: *mode, Workload: *workloadFile}
 	heap := startHeapSampler()
 	defer func() {
@@ -79,7 +82,6 @@ func BenchmarkPerfScheduling(b *testing.B) {
 			b.Fatal(err)
 		}
 		perf.RunBenchmarkPerfScheduling(b, observed, topic, registry, perf.WithNodeUpdateFn(o.install))
-		o.stop()
 		if *requireRecords && (res.Records == 0 || res.RecordsRead != res.Records) {
 			b.Fatalf("recorded %d attempts, the stream reader read %d: want every attempt recorded and read", res.Records, res.RecordsRead)
 		}
@@ -198,9 +200,11 @@ func newObserver(b *testing.B, res *result, traced bool) *observer {
 
 // install is the harness's node-update hook: on its first call it installs
 // the framework wrapper on the scheduler, starts the recorder and serves
-// the record stream to a watcher.
+// the record stream to a watcher, all stopped when the workload ends, before
+// the harness checks that no goroutine is left.
 func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
 	o.once.Do(func() {
+		tCtx.Cleanup(o.stop)
 		o.recorder.Install(sched)
 		ctx, cancel := context.WithCancel(context.Background())
 		o.cancel = cancel
