@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -31,6 +29,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
 var (
@@ -172,7 +171,7 @@ type observer struct {
 	recorder *observe.Recorder
 	buffer   *stream.Buffer
 	tracer   *tracing.Tracer
-	receiver *otlpReceiver
+	receiver *cluster.OTLPReceiver
 
 	once    sync.Once
 	cancel  context.CancelFunc
@@ -185,8 +184,12 @@ func newObserver(b *testing.B, res *result, traced bool) *observer {
 	o := &observer{b: b, res: res, buffer: stream.NewBuffer(10000, uuid.NewString())}
 	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(*record.Attempt) { o.records.Add(1) }})
 	if traced {
-		o.receiver = startOTLPReceiver(b)
-		endpoint := o.receiver.addr
+		receiver, err := cluster.StartOTLPReceiver()
+		if err != nil {
+			b.Fatal(err)
+		}
+		o.receiver = receiver
+		endpoint := receiver.Addr
 		rate := int32(1_000_000)
 		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
 		if err != nil {
@@ -259,37 +262,9 @@ func (o *observer) stop() {
 	}
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
 	if o.receiver != nil {
-		o.res.SpansReceived = o.receiver.spans.Load()
-		o.receiver.server.Stop()
+		o.res.SpansReceived = int64(o.receiver.SpanCount())
+		o.receiver.Stop()
 	}
-}
-
-// otlpReceiver is a live OTLP gRPC trace receiver that counts spans.
-type otlpReceiver struct {
-	collectortrace.UnimplementedTraceServiceServer
-	addr   string
-	server *grpc.Server
-	spans  atomic.Int64
-}
-
-func startOTLPReceiver(b *testing.B) *otlpReceiver {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &otlpReceiver{addr: ln.Addr().String(), server: grpc.NewServer()}
-	collectortrace.RegisterTraceServiceServer(r.server, r)
-	go func() { _ = r.server.Serve(ln) }()
-	return r
-}
-
-func (r *otlpReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			r.spans.Add(int64(len(ss.Spans)))
-		}
-	}
-	return &collectortrace.ExportTraceServiceResponse{}, nil
 }
 
 // heapSampler tracks the peak of live heap objects.

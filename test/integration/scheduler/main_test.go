@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,6 +60,8 @@ var (
 	controlPlane *cluster.ControlPlane
 	client       kubernetes.Interface
 	sched        *cluster.Scheduler
+	// receiver gets the scheduler's traces, sampled at 100%.
+	receiver *cluster.OTLPReceiver
 )
 
 func TestMain(m *testing.M) {
@@ -79,7 +82,18 @@ func run(m *testing.M) int {
 	}
 	defer controlPlane.Stop()
 	client = controlPlane.Client
-	sched, err = controlPlane.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--record-buffer-size=20000")
+	receiver, err = cluster.StartOTLPReceiver()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer receiver.Stop()
+	tracingConfig := filepath.Join(dir, "tracing.yaml")
+	if err := os.WriteFile(tracingConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: "+receiver.Addr+"\nsamplingRatePerMillion: 1000000\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sched, err = controlPlane.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--record-buffer-size=20000", "--tracing-config-file="+tracingConfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -266,4 +280,38 @@ func scoreOf(t *testing.T, r *record.Attempt, node, plugin string) (record.NodeS
 	}
 	t.Fatalf("node %s not scored; scored: %+v", node, r.Scores.Nodes)
 	return record.NodeScore{}, 0
+}
+
+// expectTrace waits for the spans of rec's trace and checks the attempt is
+// traced whole: the attempt, its queue wait, every extension point the
+// record holds, and for a bound pod the binding cycle with Bind.
+func expectTrace(t *testing.T, rec *record.Attempt) {
+	t.Helper()
+	if rec.TraceID == "" {
+		t.Errorf("record of attempt %d of %s has no trace ID", rec.Attempt, rec.Pod.Name)
+		return
+	}
+	want := map[string]bool{"SchedulingAttempt": true, "QueueWait": true, "SchedulingCycle": true}
+	for _, p := range rec.Points {
+		want[p.Point] = true
+	}
+	if rec.Result == record.ResultScheduled {
+		want["BindingCycle"], want[record.Bind] = true, true
+	}
+	var names map[string]bool
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		names = map[string]bool{}
+		for _, s := range receiver.Trace(rec.TraceID) {
+			names[s.Name] = true
+		}
+		for n := range want {
+			if !names[n] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("trace %s of %s has spans %v, want at least %v", rec.TraceID, rec.Pod.Name, names, want)
+	}
 }

@@ -49,6 +49,7 @@ func scheduled(t *testing.T, pod *v1.Pod) (*record.Attempt, string) {
 	if rec.Profile != pod.Spec.SchedulerName {
 		t.Errorf("record profile %q, want %q", rec.Profile, pod.Spec.SchedulerName)
 	}
+	expectTrace(t, rec)
 	return rec, node
 }
 
@@ -56,6 +57,7 @@ func unschedulable(t *testing.T, pod *v1.Pod) *record.Attempt {
 	t.Helper()
 	pod = createPod(t, pod)
 	rec, _ := waitForRecord(t, pod.UID, record.ResultUnschedulable)
+	expectTrace(t, rec)
 	return rec
 }
 
@@ -363,6 +365,8 @@ func TestPreemption(t *testing.T) {
 		t.Fatalf("first attempt: result %q nominated %q, want unschedulable with pre-1 nominated", first.Result, first.NominatedNode)
 	}
 	expectRejected(t, first, "pre-1", "NodeResourcesFit", "Insufficient cpu")
+	expectTrace(t, first)
+	expectTrace(t, rec)
 	if len(first.Victims) != 1 || first.Victims[0].Name != "low" || first.Victims[0].UID != string(low.UID) {
 		t.Errorf("victims = %+v, want the low-priority pod", first.Victims)
 	}

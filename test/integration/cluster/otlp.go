@@ -1,0 +1,71 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"net"
+	"sync"
+
+	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+)
+
+// OTLPReceiver is a real OTLP gRPC trace receiver on loopback that keeps
+// every span it receives.
+type OTLPReceiver struct {
+	collectortrace.UnimplementedTraceServiceServer
+	// Addr is host:port, the endpoint of a TracingConfiguration.
+	Addr   string
+	server *grpc.Server
+
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+// StartOTLPReceiver starts a receiver on a free loopback port.
+func StartOTLPReceiver() (*OTLPReceiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &OTLPReceiver{Addr: ln.Addr().String(), server: grpc.NewServer()}
+	collectortrace.RegisterTraceServiceServer(r.server, r)
+	go func() { _ = r.server.Serve(ln) }()
+	return r, nil
+}
+
+// Stop stops the receiver.
+func (r *OTLPReceiver) Stop() { r.server.Stop() }
+
+// Export implements the OTLP trace service.
+func (r *OTLPReceiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// SpanCount returns the number of spans received.
+func (r *OTLPReceiver) SpanCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.spans)
+}
+
+// Trace returns the spans received for a trace ID in hex.
+func (r *OTLPReceiver) Trace(traceID string) []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*tracepb.Span
+	for _, s := range r.spans {
+		if hex.EncodeToString(s.TraceId) == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
