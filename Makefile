@@ -26,10 +26,10 @@ build: ## Build schedscope and the etcd, kube-apiserver and kube-scheduler it is
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
 
 .PHONY: build-tools
-build-tools: ## Build Jaeger and promtool from the tools module into bin/.
+build-tools: ## Build Jaeger and promtool, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
-	cd tools && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
-	cd tools && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: generate
 generate: ## Regenerate the observing plugin wrappers.
@@ -69,7 +69,8 @@ verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered m
 	@test -z "$$(gofmt -l cmd pkg test hack config manifests)" || { gofmt -l cmd pkg test hack config manifests; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
-	cd tools && $(GO) mod tidy -diff
+	cd tools/jaeger && $(GO) mod tidy -diff
+	cd tools/promtool && $(GO) mod tidy -diff
 	@$(GO) run ./hack/wrappergen -out /tmp/zz_generated.wrappers.go.new ./... && \
 		diff -u pkg/plugins/observe/zz_generated.wrappers.go /tmp/zz_generated.wrappers.go.new || { echo "wrappers out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify

@@ -172,14 +172,14 @@ func (s *stack) start(ctx context.Context) error {
 	// Jaeger starts first, in the background: it is ready long before the
 	// kube-apiserver is.
 	_, binErr := os.Stat(filepath.Join(cluster.BinDir(), "jaeger"))
-	_, configErr := os.Stat(filepath.Join(s.root, "tools", "jaeger-config.yaml"))
+	_, configErr := os.Stat(filepath.Join(s.root, "tools", "jaeger", "config.yaml"))
 	switch {
 	case s.o.noJaeger:
 		s.noTracing = "-no-jaeger"
 	case binErr != nil:
 		s.noTracing = "bin/jaeger is not built (`make build-tools`)"
 	case configErr != nil:
-		s.noTracing = "tools/jaeger-config.yaml is missing"
+		s.noTracing = "tools/jaeger/config.yaml is missing"
 	default:
 		if err := s.startJaeger(); err != nil {
 			return err
@@ -243,10 +243,10 @@ func (s *stack) start(ctx context.Context) error {
 	return nil
 }
 
-// startJaeger starts bin/jaeger with tools/jaeger-config.yaml on loopback
+// startJaeger starts bin/jaeger with tools/jaeger/config.yaml on loopback
 // ports; start waits for it to be healthy later.
 func (s *stack) startJaeger() error {
-	config, err := os.ReadFile(filepath.Join(s.root, "tools", "jaeger-config.yaml"))
+	config, err := os.ReadFile(filepath.Join(s.root, "tools", "jaeger", "config.yaml"))
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// startJaeger runs bin/jaeger with tools/jaeger-config.yaml on free
+// startJaeger runs bin/jaeger with tools/jaeger/config.yaml on free
 // loopback ports until the test ends, and waits until it is healthy.
 func startJaeger(t *testing.T) *jaegerProcess {
 	t.Helper()
@@ -99,7 +99,7 @@ func startJaeger(t *testing.T) *jaegerProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", filepath.Join(root, "tools", "jaeger-config.yaml"))
+	cmd := exec.Command(bin, "--config", filepath.Join(root, "tools", "jaeger", "config.yaml"))
 	cmd.Env = append(os.Environ(),
 		"JAEGER_OTLP_GRPC_PORT="+strconv.Itoa(ports[0]),
 		"JAEGER_OTLP_HTTP_PORT="+strconv.Itoa(ports[1]),
