@@ -126,10 +126,16 @@ func listRecords(url string) (*stream.List, error) {
 // returns it with every earlier record of the pod.
 func waitForRecord(t *testing.T, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
 	t.Helper()
+	return waitForRecordOf(t, sched, uid, result)
+}
+
+// waitForRecordOf is waitForRecord on the stream of scheduler s.
+func waitForRecordOf(t *testing.T, s *cluster.Scheduler, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
+	t.Helper()
 	var found *record.Attempt
 	var all []*record.Attempt
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		l, err := listRecords(sched.StreamURL)
+		l, err := listRecords(s.StreamURL)
 		if err != nil {
 			return false, err
 		}
