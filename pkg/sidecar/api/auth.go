@@ -17,7 +17,10 @@ func authenticate(authn authenticator.Request, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		klog.FromContext(r.Context()).V(4).Info("Authentication failed", "err", err)
 	}
-	if err != nil || !ok || resp == nil || resp.User == nil {
+	// The delegated authenticator admits requests without credentials as
+	// system:anonymous; the API answers them 401, as a request that must
+	// name its caller.
+	if err != nil || !ok || resp == nil || resp.User == nil || resp.User.GetName() == user.Anonymous {
 		writeError(w, http.StatusUnauthorized, "Unauthorized", "the request carries no valid credentials")
 		return nil
 	}

@@ -33,6 +33,10 @@ import (
 // adminToken authenticates the tests and the schedulers as cluster admins.
 const adminToken = "schedscope-admin-token"
 
+// ViewerToken authenticates user "viewer", who has no rights until a test
+// grants some with RBAC.
+const ViewerToken = "schedscope-viewer-token"
+
 // BinDir returns the directory holding etcd, kube-apiserver and the schedulers.
 func BinDir() string {
 	if d := os.Getenv("SCHEDSCOPE_BIN"); d != "" {
@@ -195,7 +199,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err := writeServiceAccountKey(cp.Dir); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(cp.Dir, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(cp.Dir, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"+ViewerToken+",viewer,viewer\n"), 0o600); err != nil {
 		return err
 	}
 	port, err := FreePort()
@@ -364,23 +368,29 @@ func hasFlag(args []string, flag string) bool {
 // GetWithToken GETs url with the admin token, skipping TLS verification
 // (the components serve self-signed certificates), and returns the body.
 func GetWithToken(url string) ([]byte, error) {
+	code, body, err := GetAs(url, adminToken)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d: %s", url, code, body)
+	}
+	return body, err
+}
+
+// GetAs GETs url with a bearer token (none if empty), skipping TLS
+// verification, and returns the status code and body.
+func GetAs(url, token string) (int, []byte, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return body, nil
+	return resp.StatusCode, body, err
 }

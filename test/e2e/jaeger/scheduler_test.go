@@ -1,0 +1,141 @@
+package jaeger
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
+	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/test/integration/cluster"
+)
+
+// TestScheduledPodInJaeger runs the real chain: a pod created on a real
+// kube-apiserver is scheduled by schedscope-scheduler, which traces the
+// attempt to a real Jaeger. The trace, found in Jaeger by the pod's name,
+// must be the one the decision record names, joined to the caller's trace
+// from the pod's traceparent annotation, with the queue wait, the
+// extension points and the binding cycle inside the attempt.
+func TestScheduledPodInJaeger(t *testing.T) {
+	j := startJaeger(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	cp, err := cluster.StartControlPlane(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	tracingConfig := filepath.Join(dir, "tracing.yaml")
+	if err := os.WriteFile(tracingConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: "+j.otlpGRPC+"\nsamplingRatePerMillion: 1000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: schedscope\n"
+	sched, err := cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", config, "--tracing-config-file="+tracingConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched.Stop()
+
+	for _, n := range []struct {
+		name   string
+		taints []v1.Taint
+	}{{"jaeger-node", nil}, {"jaeger-tainted", []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}}}, {"jaeger-node-2", nil}} {
+		node, err := cp.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: v1.NodeSpec{Taints: n.taints}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
+		node.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}
+		if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	from := time.Now().Add(-time.Minute)
+	pod, err := cp.Client.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "traced-web", Annotations: map[string]string{
+			tracing.TraceparentAnnotation: "00-" + callerTrace + "-00f067aa0ba902b7-01",
+		}},
+		Spec: v1.PodSpec{SchedulerName: "schedscope", Containers: []v1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var rec *record.Attempt
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		resp, err := http.Get(sched.StreamURL)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		var l stream.List
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+			return false, err
+		}
+		for _, r := range l.Items {
+			if r.Pod.UID == string(pod.UID) && r.Result == record.ResultScheduled {
+				rec = r
+			}
+		}
+		return rec != nil, nil
+	}); err != nil {
+		t.Fatalf("no scheduled record of %s: %v", pod.Name, err)
+	}
+	if !sameTraceID(rec.TraceID, callerTrace) {
+		t.Errorf("record's trace ID %s, want the caller's %s", rec.TraceID, callerTrace)
+	}
+
+	var found jaegerTrace
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		traces, err := j.findTraces(ctx, map[string]string{"k8s.pod.name": pod.Name}, from, time.Now().Add(time.Minute))
+		if err != nil {
+			return false, err
+		}
+		for _, tr := range traces {
+			if _, ok := tr.span(tracing.SpanBindingCycle); ok && sameTraceID(tr.TraceID, rec.TraceID) {
+				found = tr
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("Jaeger has no complete trace %s of %s: %v", rec.TraceID, pod.Name, err)
+	}
+	root, ok := found.span(tracing.SpanAttempt)
+	if !ok {
+		t.Fatalf("trace has no %s span: %v", tracing.SpanAttempt, found.tree())
+	}
+	if got := root.tag("k8s.node.name"); got != rec.SelectedNode {
+		t.Errorf("root k8s.node.name = %v, want the selected node %s", got, rec.SelectedNode)
+	}
+	for _, name := range []string{tracing.SpanQueueWait, tracing.SpanSchedulingCycle, record.PreFilter, record.Filter, record.Score, record.Reserve, record.Permit, tracing.SpanBindingCycle, record.Bind} {
+		s, ok := found.span(name)
+		if !ok {
+			t.Errorf("trace has no %s span: %v", name, found.tree())
+			continue
+		}
+		if s.start().Before(root.start()) || s.end().After(root.end()) {
+			t.Errorf("%s [%s, %s] is not inside the attempt [%s, %s]", name, s.start(), s.end(), root.start(), root.end())
+		}
+	}
+	queue, _ := found.span(tracing.SpanQueueWait)
+	cycle, _ := found.span(tracing.SpanSchedulingCycle)
+	binding, _ := found.span(tracing.SpanBindingCycle)
+	if sum, total := queue.duration()+cycle.duration()+binding.duration(), root.duration(); sum > total+time.Millisecond {
+		t.Errorf("queue wait %s + scheduling cycle %s + binding cycle %s = %s exceed the attempt's %s", queue.duration(), cycle.duration(), binding.duration(), sum, total)
+	}
+	t.Logf("trace %s of %s:\n%v", found.TraceID, pod.Name, found.tree())
+}

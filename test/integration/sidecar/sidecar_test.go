@@ -1,0 +1,350 @@
+// Package sidecar tests schedscope-sidecar against a real control plane, a
+// real schedscope-scheduler and the kubectl plugin.
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/test/integration/cluster"
+)
+
+const profile = "schedscope"
+
+var (
+	cp      *cluster.ControlPlane
+	sched   *cluster.Scheduler
+	sidecar *cluster.Process
+	// sidecarURL is the sidecar's https base URL.
+	sidecarURL string
+	dir        string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if dir, err = os.MkdirTemp("", "schedscope-sidecar-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	if cp, err = cluster.StartControlPlane(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cp.Stop()
+	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
+	if sched, err = cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sched.Stop()
+	if err := startSidecar(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { sidecar.Stop() }()
+	code := m.Run()
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "logs kept in %s\n", dir)
+	}
+	return code
+}
+
+// startSidecar starts (or restarts, on the same database and port) the sidecar.
+func startSidecar() error {
+	if sidecarURL == "" {
+		port, err := cluster.FreePort()
+		if err != nil {
+			return err
+		}
+		sidecarURL = "https://127.0.0.1:" + strconv.Itoa(port)
+	}
+	port := sidecarURL[strings.LastIndex(sidecarURL, ":")+1:]
+	var err error
+	sidecar, err = cluster.Start(dir, "schedscope-sidecar", "schedscope-sidecar",
+		"--stream-url", sched.StreamURL,
+		"--db-path", filepath.Join(dir, "records.db"),
+		"--bind-address", "127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "sidecar-certs"),
+		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
+		"--scheduler-health-url", sched.HealthURL,
+		"--scheduler-ready-url", strings.TrimSuffix(sched.HealthURL, "/healthz")+"/readyz")
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if sidecar.Exited() {
+			return false, fmt.Errorf("sidecar exited:\n%s", sidecar.Tail())
+		}
+		code, _, err := cluster.GetAs(sidecarURL+"/healthz", "")
+		return err == nil && code == http.StatusOK, nil
+	})
+}
+
+func createNode(t *testing.T, name, cpu string, taints ...v1.Taint) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := cp.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
+	n.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}
+	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createPod(t *testing.T, ns, name, cpu string) *v1.Pod {
+	t.Helper()
+	p, err := cp.Client.CoreV1().Pods(ns).Create(context.Background(), &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{SchedulerName: profile, Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// explanation is the part of the explain API's answer the tests read.
+type explanation struct {
+	Result       string `json:"result"`
+	SelectedNode string `json:"selectedNode"`
+	Rows         []struct {
+		Node    string   `json:"node"`
+		Verdict string   `json:"verdict"`
+		Plugin  string   `json:"plugin"`
+		Reasons []string `json:"reasons"`
+	} `json:"rows"`
+}
+
+// waitForExplanation polls the explain API until the pod's latest attempt
+// has result.
+func waitForExplanation(t *testing.T, ns, name, result string) explanation {
+	t.Helper()
+	var e explanation
+	url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		code, body, err := cluster.GetAs(url, cp.Config.BearerToken)
+		if err != nil || code != http.StatusOK {
+			return false, nil
+		}
+		if err := json.Unmarshal(body, &e); err != nil {
+			return false, err
+		}
+		return e.Result == result, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s explanation of %s/%s: %v", result, ns, name, err)
+	}
+	return e
+}
+
+func rowOf(e explanation, node string) (verdict, plugin string) {
+	for _, r := range e.Rows {
+		if r.Node == node {
+			return r.Verdict, r.Plugin
+		}
+	}
+	return "", ""
+}
+
+// TestExplainScenarios schedules a pod past a tainted node and leaves one
+// unschedulable for lack of cpu; the API and the kubectl plugin must name
+// TaintToleration and NodeResourcesFit.
+func TestExplainScenarios(t *testing.T) {
+	createNamespace(t, "explain")
+	createNode(t, "ex-big", "8")
+	createNode(t, "ex-tainted", "8", v1.Taint{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule})
+	createPod(t, "explain", "web", "1")
+	createPod(t, "explain", "huge", "64")
+
+	web := waitForExplanation(t, "explain", "web", "scheduled")
+	if v, p := rowOf(web, "ex-tainted"); v != "rejected" || p != "TaintToleration" {
+		t.Errorf("web on ex-tainted: %s by %q, want rejected by TaintToleration", v, p)
+	}
+	if web.SelectedNode != "ex-big" {
+		t.Errorf("web selected %q, want ex-big", web.SelectedNode)
+	}
+	huge := waitForExplanation(t, "explain", "huge", "unschedulable")
+	if v, p := rowOf(huge, "ex-big"); v != "rejected" || p != "NodeResourcesFit" {
+		t.Errorf("huge on ex-big: %s by %q, want rejected by NodeResourcesFit", v, p)
+	}
+
+	plugin, err := cluster.Binary("kubectl-schedscope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		pod      string
+		wantCode int
+		want     []string
+	}{
+		{"web", 0, []string{"ex-big", "ex-tainted", "TaintToleration"}},
+		{"huge", 3, []string{"ex-big", "NodeResourcesFit", "Insufficient cpu"}},
+	} {
+		cmd := exec.Command(plugin, "explain", "pod/"+tt.pod, "-n", "explain", "--server", sidecarURL, "--insecure-skip-tls-verify")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.wantCode {
+			t.Errorf("kubectl schedscope explain pod/%s exited %d, want %d:\n%s", tt.pod, code, tt.wantCode, out)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("kubectl schedscope explain pod/%s output lacks %q:\n%s", tt.pod, w, out)
+			}
+		}
+		t.Logf("kubectl schedscope explain pod/%s -n explain:\n%s", tt.pod, out)
+	}
+}
+
+// TestAuthorization grants user viewer get on pods in namespace team-a
+// only: the viewer gets team-a's explanation, 403 for team-b's, and no or a
+// bad token gets 401.
+func TestAuthorization(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "team-a")
+	createNamespace(t, "team-b")
+	createNode(t, "auth-node", "8")
+	if _, err := cp.Client.RbacV1().Roles("team-a").Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings("team-a").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, "team-a", "mine", "100m")
+	createPod(t, "team-b", "theirs", "100m")
+	waitForExplanation(t, "team-a", "mine", "scheduled")
+	waitForExplanation(t, "team-b", "theirs", "scheduled")
+
+	explain := func(ns, name string) string {
+		return fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+	}
+	for _, tt := range []struct {
+		name, url, token string
+		want             int
+	}{
+		{"own namespace", explain("team-a", "mine"), cluster.ViewerToken, http.StatusOK},
+		{"other namespace", explain("team-b", "theirs"), cluster.ViewerToken, http.StatusForbidden},
+		{"other namespace, attempts", fmt.Sprintf("%s/api/v1/namespaces/team-b/pods/theirs/attempts", sidecarURL), cluster.ViewerToken, http.StatusForbidden},
+		{"no token", explain("team-a", "mine"), "", http.StatusUnauthorized},
+		{"bad token", explain("team-a", "mine"), "not-a-token", http.StatusUnauthorized},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body, err := cluster.GetAs(tt.url, tt.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.want {
+				t.Errorf("GET %s: %d, want %d: %s", tt.url, code, tt.want, body)
+			}
+			// A refusal names what was asked, never what was decided.
+			if code != http.StatusOK && (strings.Contains(string(body), "auth-node") || strings.Contains(string(body), "scheduled")) {
+				t.Errorf("a refusal leaks the pod's explanation: %s", body)
+			}
+		})
+	}
+	// The viewer's pending list holds only team-a.
+	code, body, err := cluster.GetAs(sidecarURL+"/api/v1/pods", cluster.ViewerToken)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /api/v1/pods as viewer: %d %v %s", code, err, body)
+	}
+	if strings.Contains(string(body), "team-b") {
+		t.Errorf("the viewer's pod list shows team-b: %s", body)
+	}
+}
+
+// TestRestartLosesNothing stops the sidecar, schedules pods meanwhile, and
+// restarts it: it catches up from the scheduler's buffer, and what it had
+// stored before is still there.
+func TestRestartLosesNothing(t *testing.T) {
+	createNamespace(t, "restart")
+	createNode(t, "restart-node", "8")
+	createPod(t, "restart", "before", "100m")
+	waitForExplanation(t, "restart", "before", "scheduled")
+	sidecar.Stop()
+	for i := range 5 {
+		createPod(t, "restart", fmt.Sprintf("during-%d", i), "100m")
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := cp.Client.CoreV1().Pods("restart").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := startSidecar(); err != nil {
+		t.Fatal(err)
+	}
+	waitForExplanation(t, "restart", "before", "scheduled")
+	for i := range 5 {
+		waitForExplanation(t, "restart", fmt.Sprintf("during-%d", i), "scheduled")
+	}
+	code, body, err := cluster.GetAs(sidecarURL+"/api/v1/status", cp.Config.BearerToken)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("status: %d %v", code, err)
+	}
+	var status struct {
+		Follower struct {
+			Cursor struct {
+				Lost uint64 `json:"lost"`
+			} `json:"cursor"`
+		} `json:"follower"`
+	}
+	if err := json.Unmarshal(body, &status); err != nil {
+		t.Fatal(err)
+	}
+	if status.Follower.Cursor.Lost != 0 {
+		t.Errorf("the sidecar reports %d records lost, want 0: %s", status.Follower.Cursor.Lost, body)
+	}
+}
