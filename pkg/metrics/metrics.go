@@ -38,6 +38,8 @@ type Sources struct {
 	StreamWatchers func() float64
 	// DroppedSpans counts spans dropped before export.
 	DroppedSpans func() float64
+	// FailedSpans counts spans whose export failed.
+	FailedSpans func() float64
 	// MalformedTraceparents counts pods whose traceparent annotation was ignored.
 	MalformedTraceparents func() float64
 }
@@ -233,6 +235,7 @@ func newPipelineCollector(s Sources) *pipelineCollector {
 		desc("record_dropped_total", "Scheduling attempts that never became decision records because the record queue was full.", metrics.CounterValue, s.DroppedRecords),
 		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
 		desc("trace_spans_dropped_total", "Spans dropped before export because the export queue was full.", metrics.CounterValue, s.DroppedSpans),
+		desc("trace_spans_export_failed_total", "Spans lost because their export failed, e.g. with the collector unreachable.", metrics.CounterValue, s.FailedSpans),
 		desc("trace_malformed_traceparent_total", "Pods whose traceparent annotation was malformed and ignored.", metrics.CounterValue, s.MalformedTraceparents),
 	}}
 }

@@ -195,8 +195,14 @@ type VerdictGroup struct {
 	Reasons []string `json:"reasons,omitempty"`
 	// NotEvaluatedReason says why the nodes were never evaluated.
 	NotEvaluatedReason string `json:"notEvaluatedReason,omitempty"`
-	// Nodes are the node names, sorted.
-	Nodes []string `json:"nodes"`
+	// Count is the number of nodes in the group.
+	Count int `json:"count"`
+	// Nodes are the node names, sorted. A not-evaluated group does not list
+	// them, to keep a record the size of the nodes the scheduler looked at:
+	// its nodes are the snapshot's nodes that no other group lists (those
+	// outside a PreFilter result are the ones missing from the PreFilter
+	// run's NodeNames).
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Scores is the score breakdown of an attempt.

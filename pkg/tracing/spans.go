@@ -185,7 +185,7 @@ func rejections(groups []record.VerdictGroup) []string {
 	counts := map[string]int{}
 	for _, g := range groups {
 		if g.Verdict == record.VerdictRejected {
-			counts[g.Plugin] += len(g.Nodes)
+			counts[g.Plugin] += groupSize(g)
 		}
 	}
 	plugins := make([]string, 0, len(counts))
@@ -264,10 +264,10 @@ func addVerdictEvents(span trace.Span, groups []record.VerdictGroup, at time.Tim
 			shown = append(shown, g)
 		}
 	}
-	slices.SortStableFunc(shown, func(a, b record.VerdictGroup) int { return cmp.Compare(len(b.Nodes), len(a.Nodes)) })
+	slices.SortStableFunc(shown, func(a, b record.VerdictGroup) int { return cmp.Compare(groupSize(b), groupSize(a)) })
 	for _, g := range shown[:min(len(shown), maxVerdictEvents)] {
 		attrs := []attribute.KeyValue{
-			NodeCountKey.Int(len(g.Nodes)),
+			NodeCountKey.Int(groupSize(g)),
 			NodesSampleKey.StringSlice(g.Nodes[:min(len(g.Nodes), maxNodesSample)]),
 		}
 		name := EventNodesRejected
@@ -303,4 +303,10 @@ func addScoreEvents(span trace.Span, scores *record.Scores, at time.Time) {
 			ScorePluginsKey.StringSlice(perPlugin),
 		))
 	}
+}
+
+// groupSize is the number of nodes in a verdict group, which lists the
+// names of all but not-evaluated nodes.
+func groupSize(g record.VerdictGroup) int {
+	return max(g.Count, len(g.Nodes))
 }

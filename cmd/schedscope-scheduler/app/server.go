@@ -131,6 +131,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 		DroppedRecords:        func() float64 { return float64(recorder.Dropped()) },
 		StreamWatchers:        func() float64 { return float64(streamServer.Watchers()) },
 		DroppedSpans:          func() float64 { return float64(tracer.DroppedSpans()) },
+		FailedSpans:           func() float64 { return float64(tracer.FailedSpans()) },
 		MalformedTraceparents: func() float64 { return float64(tracer.MalformedTraceparents()) },
 	})
 	recorder = observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize, OnRecord: m.ObserveRecord})

@@ -39,7 +39,7 @@ type attempt struct {
 	victims        []record.PodRef
 
 	// Filter verdicts: one slot per node the framework filtered.
-	nodeNames []string
+	nodes     *nodeSet
 	verdicts  []verdict
 	nVerdicts atomic.Int32
 
@@ -90,22 +90,22 @@ func attemptFrom(state fwk.CycleState) *attempt {
 
 var verdictPool = sync.Pool{New: func() any { return []verdict(nil) }}
 
-func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started time.Time, nodeNames []string) *attempt {
+func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started time.Time, nodes *nodeSet) *attempt {
 	n := table.numPlugins() * int(numPoints)
 	verdicts := verdictPool.Get().([]verdict)
 	// The nominated node may be filtered twice: first alone, then with all nodes.
-	if need := len(nodeNames) + 1; cap(verdicts) < need {
+	if need := len(nodes.names) + 1; cap(verdicts) < need {
 		verdicts = make([]verdict, need)
 	}
 	return &attempt{
-		table:     table,
-		pod:       pod,
-		number:    number,
-		queued:    queued,
-		started:   started,
-		clocks:    make([]pluginClock, n),
-		nodeNames: nodeNames,
-		verdicts:  verdicts[:cap(verdicts)],
+		table:    table,
+		pod:      pod,
+		number:   number,
+		queued:   queued,
+		started:  started,
+		clocks:   make([]pluginClock, n),
+		nodes:    nodes,
+		verdicts: verdicts[:cap(verdicts)],
 	}
 }
 
@@ -319,52 +319,77 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 	return runs
 }
 
-// filterVerdicts groups every node of the snapshot by its Filter verdict.
-func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
-	counts := record.NodeCounts{Total: len(a.nodeNames)}
-	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
-	seen := make(map[string]*fwk.Status, n)
-	for _, v := range a.verdicts[:n] {
-		// A later verdict for the same node (the nominated node, filtered
-		// again with all nodes) wins.
-		seen[v.node] = v.status
-	}
-	counts.Evaluated = len(seen)
+// verdictKey identifies a group of identical Filter verdicts.
+type verdictKey struct {
+	verdict, plugin, reasons string
+	code                     fwk.Code
+}
 
-	groups := map[string]*record.VerdictGroup{}
-	var order []string
-	add := func(key string, g record.VerdictGroup, node string) {
-		if existing, ok := groups[key]; ok {
-			existing.Nodes = append(existing.Nodes, node)
-			return
+// filterVerdicts groups every node of the snapshot by its Filter verdict,
+// each group's nodes sorted by name. It runs for every attempt on the
+// background worker, which shares the machine with the scheduler, so it
+// walks the snapshot's nodes in their cached name order instead of sorting,
+// and builds no string per node.
+func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
+	nodes := a.nodes
+	counts := record.NodeCounts{Total: len(nodes.names)}
+	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
+	// latest[i] is 1 + the verdict slot of the snapshot's node i, 0 if none.
+	// A later verdict for the same node (the nominated node, filtered
+	// again with all nodes) wins.
+	latest := make([]int32, len(nodes.names))
+	for slot, v := range a.verdicts[:n] {
+		if i, ok := nodes.index[v.node]; ok {
+			if latest[i] == 0 {
+				counts.Evaluated++
+			}
+			latest[i] = int32(slot) + 1
 		}
-		g.Nodes = []string{node}
-		groups[key] = &g
-		order = append(order, key)
+	}
+
+	groups := map[verdictKey]int{}
+	var out []record.VerdictGroup
+	add := func(key verdictKey, g record.VerdictGroup, node string) {
+		i, ok := groups[key]
+		if !ok {
+			i = len(out)
+			groups[key] = i
+			out = append(out, g)
+		}
+		out[i].Count++
+		if key.verdict != record.VerdictNotEvaluated {
+			out[i].Nodes = append(out[i].Nodes, node)
+		}
 	}
 	notEvaluated := a.notEvaluatedReason()
-	for _, node := range a.nodeNames {
-		s, ok := seen[node]
-		switch {
-		case !ok:
+	narrowed := a.preFilterResult != nil && !a.preFilterResult.AllNodes()
+	for _, i := range nodes.sorted {
+		node := nodes.names[i]
+		if latest[i] == 0 {
 			reason := notEvaluated
-			if reason == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes() && !a.preFilterResult.NodeNames.Has(node) {
+			if reason == record.NotEvaluatedEnoughFeasible && narrowed && !a.preFilterResult.NodeNames.Has(node) {
 				reason = record.NotEvaluatedPreFilterResult
 			}
-			add("n/"+reason, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: reason}, node)
-		case s == nil:
-			add("p", record.VerdictGroup{Verdict: record.VerdictPassed}, node)
-		default:
-			plugin := PluginName(s.Plugin())
-			add("r/"+plugin+"/"+s.Code().String()+"/"+strings.Join(s.Reasons(), "\x00"),
-				record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: plugin, Code: s.Code().String(), Reasons: reasons(s)}, node)
+			add(verdictKey{verdict: record.VerdictNotEvaluated, reasons: reason},
+				record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: reason}, node)
+			continue
 		}
-	}
-	out := make([]record.VerdictGroup, 0, len(order))
-	for _, key := range order {
-		g := groups[key]
-		sort.Strings(g.Nodes)
-		out = append(out, *g)
+		s := a.verdicts[latest[i]-1].status
+		if s == nil {
+			add(verdictKey{verdict: record.VerdictPassed}, record.VerdictGroup{Verdict: record.VerdictPassed}, node)
+			continue
+		}
+		key := verdictKey{verdict: record.VerdictRejected, plugin: s.Plugin(), code: s.Code()}
+		if r := s.Reasons(); len(r) == 1 {
+			key.reasons = r[0]
+		} else {
+			key.reasons = strings.Join(r, "\x00")
+		}
+		if _, ok := groups[key]; ok {
+			add(key, record.VerdictGroup{}, node)
+			continue
+		}
+		add(key, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: PluginName(s.Plugin()), Code: s.Code().String(), Reasons: reasons(s)}, node)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return verdictRank(out[i]) < verdictRank(out[j]) })
 	return out, counts

@@ -57,7 +57,7 @@ func (r *Recorder) begin(f framework.Framework, state fwk.CycleState, podInfo *f
 		nodes, _ = lister.NodeInfos().List()
 	}
 	queued := podInfo.Timestamp
-	a := newAttempt(r.profileTable(f.ProfileName()), podInfo.Pod, podInfo.Attempts, queued, time.Now(), r.nodeNamesOf(nodes))
+	a := newAttempt(r.profileTable(f.ProfileName()), podInfo.Pod, podInfo.Attempts, queued, time.Now(), r.nodeSetOf(nodes))
 	state.Write(stateKey, a)
 	r.inflight.Store(podInfo.Pod.UID, a)
 	return a

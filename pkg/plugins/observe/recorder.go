@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,7 @@ type Recorder struct {
 	finished chan *attempt
 	dropped  atomic.Uint64
 
-	nodes atomic.Pointer[nodeNames]
+	nodes atomic.Pointer[nodeSet]
 }
 
 // NewRecorder returns a Recorder; call Run to start producing records.
@@ -253,24 +254,32 @@ func (t *profileTable) complete(enabled *config.Plugins) {
 	}
 }
 
-// nodeNames caches the names of the snapshot's nodes. The snapshot keeps its
-// node list until nodes are added or removed, so the cache is rebuilt only then.
-type nodeNames struct {
-	list  *fwk.NodeInfo // the first element of the snapshot's list
-	names []string
+// nodeSet caches the names of the snapshot's nodes, an index by name and
+// their order by name. The snapshot keeps its node list until nodes are
+// added or removed, so the cache is rebuilt only then.
+type nodeSet struct {
+	list   *fwk.NodeInfo // the first element of the snapshot's list
+	names  []string      // in the snapshot's order
+	index  map[string]int32
+	sorted []int32 // indexes into names, by name
 }
 
-func (r *Recorder) nodeNamesOf(list []fwk.NodeInfo) []string {
+var emptyNodeSet = &nodeSet{}
+
+func (r *Recorder) nodeSetOf(list []fwk.NodeInfo) *nodeSet {
 	if len(list) == 0 {
-		return nil
+		return emptyNodeSet
 	}
 	if c := r.nodes.Load(); c != nil && c.list == &list[0] && len(c.names) == len(list) {
-		return c.names
+		return c
 	}
-	names := make([]string, len(list))
+	set := &nodeSet{list: &list[0], names: make([]string, len(list)), index: make(map[string]int32, len(list)), sorted: make([]int32, len(list))}
 	for i, n := range list {
-		names[i] = n.Node().Name
+		set.names[i] = n.Node().Name
+		set.index[set.names[i]] = int32(i)
+		set.sorted[i] = int32(i)
 	}
-	r.nodes.Store(&nodeNames{list: &list[0], names: names})
-	return names
+	sort.Slice(set.sorted, func(i, j int) bool { return set.names[set.sorted[i]] < set.names[set.sorted[j]] })
+	r.nodes.Store(set)
+	return set
 }

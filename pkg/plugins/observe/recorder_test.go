@@ -23,15 +23,13 @@ func benchmarkAttempt(b *testing.B, nodes int) (fwk.CycleState, *attempt, fwk.Fi
 		b.Fatal(err)
 	}
 	infos := make([]fwk.NodeInfo, nodes)
-	names := make([]string, nodes)
 	for i := range infos {
 		n := framework.NewNodeInfo()
-		n.SetNode(st.MakeNode().Name(fmt.Sprintf("node-%04d", i)).Obj())
+		n.SetNode(st.MakeNode().Name(fmt.Sprintf("node-%04d", nodes-i)).Obj())
 		infos[i] = n
-		names[i] = n.Node().Name
 	}
 	state := framework.NewCycleState()
-	a := newAttempt(r.profileTable("bench"), st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), names)
+	a := newAttempt(r.profileTable("bench"), st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), r.nodeSetOf(infos))
 	state.Write(stateKey, a)
 	a.table.current.Store(a)
 	return state, a, w.(fwk.FilterPlugin), infos
@@ -99,7 +97,13 @@ func BenchmarkBuildRecord(b *testing.B) {
 func TestAttemptRecordsVerdictsAndNotEvaluatedNodes(t *testing.T) {
 	r := NewRecorder(Options{Sink: discard{}})
 	pod := &v1.Pod{}
-	a := newAttempt(r.profileTable("p"), pod, 2, time.Unix(0, 0), time.Unix(1, 0), []string{"a", "b", "c", "d"})
+	var infos []fwk.NodeInfo
+	for _, name := range []string{"d", "b", "c", "a"} {
+		n := framework.NewNodeInfo()
+		n.SetNode(st.MakeNode().Name(name).Obj())
+		infos = append(infos, n)
+	}
+	a := newAttempt(r.profileTable("p"), pod, 2, time.Unix(0, 0), time.Unix(1, 0), r.nodeSetOf(infos))
 	a.preFilterStatus = nil
 	a.addVerdict("b", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin(WrappedName("NodeResourcesFit")))
 	a.addVerdict("a", nil)
@@ -107,9 +111,9 @@ func TestAttemptRecordsVerdictsAndNotEvaluatedNodes(t *testing.T) {
 	a.result = record.ResultScheduled
 	rec := a.build()
 	want := []record.VerdictGroup{
-		{Verdict: record.VerdictPassed, Nodes: []string{"a"}},
-		{Verdict: record.VerdictRejected, Plugin: "NodeResourcesFit", Code: "Unschedulable", Reasons: []string{"Insufficient cpu"}, Nodes: []string{"b"}},
-		{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: record.NotEvaluatedEnoughFeasible, Nodes: []string{"c", "d"}},
+		{Verdict: record.VerdictPassed, Count: 1, Nodes: []string{"a"}},
+		{Verdict: record.VerdictRejected, Plugin: "NodeResourcesFit", Code: "Unschedulable", Reasons: []string{"Insufficient cpu"}, Count: 1, Nodes: []string{"b"}},
+		{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: record.NotEvaluatedEnoughFeasible, Count: 2},
 	}
 	if fmt.Sprint(want) != fmt.Sprint(rec.Filter) {
 		t.Errorf("verdicts:\n got %+v\nwant %+v", rec.Filter, want)

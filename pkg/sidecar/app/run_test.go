@@ -174,10 +174,10 @@ current-context: x
 		{name: "health needs nothing", path: "/healthz", wantCode: 200, wantBody: "ok"},
 		{name: "the page needs nothing", path: "/", wantCode: 200, wantBody: "<title>schedscope</title>"},
 		{name: "another pod is forbidden", token: "alice-token", path: "/api/v1/namespaces/shop/pods/db/explain", wantCode: 403},
-		{name: "anonymous is forbidden", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 403},
+		{name: "anonymous is unauthorized", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 401},
 		{name: "an unknown token is refused", token: "mallory-token", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 401},
 		{name: "metrics with the path permission", token: "alice-token", path: "/metrics", wantCode: 200, wantBody: "schedscope_follower_records_received_total 2"},
-		{name: "metrics anonymous", path: "/metrics", wantCode: 403},
+		{name: "metrics anonymous", path: "/metrics", wantCode: 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -135,7 +136,7 @@ func build(a *record.Attempt) *layout {
 	var chosen *NodeRow
 	var scored, unscored, rest []NodeRow
 	for gi, g := range filter {
-		grp := Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: len(g.Nodes)}
+		grp := Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: max(g.Count, len(g.Nodes))}
 		for _, n := range g.Nodes {
 			row := NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason}
 			if s, ok := l.scores[n]; ok {
@@ -222,7 +223,15 @@ func Node(a *record.Attempt, node string) (ans *NodeAnswer, ok bool) {
 	l := build(a)
 	i, ok := l.byNode[node]
 	if !ok {
-		return nil, false
+		// The record lists every node it evaluated; a node it does not list
+		// was not evaluated.
+		g, found := notEvaluatedGroup(a, node)
+		if !found {
+			return nil, false
+		}
+		return &NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode,
+			Row: NodeRow{Node: node, Group: -1, Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: g.NotEvaluatedReason},
+			Why: fmt.Sprintf("node %s was not evaluated: %s", node, g.NotEvaluatedReason)}, true
 	}
 	row := l.rows[i]
 	ans = &NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode, Row: row}
@@ -287,4 +296,30 @@ func deltas(s *record.Scores, node, chosen *record.NodeScore) string {
 		parts[i] = fmt.Sprintf("%s %d", x.plugin, x.diff)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// notEvaluatedGroup returns the not-evaluated group a node the record does
+// not list belongs to: outside a PreFilter result if a PreFilter plugin
+// narrowed the nodes without it, else the other.
+func notEvaluatedGroup(a *record.Attempt, node string) (record.VerdictGroup, bool) {
+	excluded := false
+	for _, p := range a.PreFilter {
+		if p.NodeNames != nil && !slices.Contains(p.NodeNames, node) {
+			excluded = true
+		}
+	}
+	var fallback *record.VerdictGroup
+	for i, g := range a.Filter {
+		if g.Verdict != record.VerdictNotEvaluated || len(g.Nodes) > 0 {
+			continue
+		}
+		if (g.NotEvaluatedReason == record.NotEvaluatedPreFilterResult) == excluded {
+			return g, true
+		}
+		fallback = &a.Filter[i]
+	}
+	if fallback != nil {
+		return *fallback, true
+	}
+	return record.VerdictGroup{}, false
 }

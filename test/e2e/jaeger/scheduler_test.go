@@ -2,8 +2,6 @@ package jaeger
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/pkg/tracing"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
@@ -50,13 +47,9 @@ func TestScheduledPodInJaeger(t *testing.T) {
 		name   string
 		taints []v1.Taint
 	}{{"jaeger-node", nil}, {"jaeger-tainted", []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}}}, {"jaeger-node-2", nil}} {
-		node, err := cp.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: v1.NodeSpec{Taints: n.taints}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
-		node.Status = v1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}
-		if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: v1.NodeSpec{Taints: n.taints}}
+		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
+		if err := cluster.CreateNode(ctx, cp.Client, node, capacity); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,13 +68,8 @@ func TestScheduledPodInJaeger(t *testing.T) {
 
 	var rec *record.Attempt
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		resp, err := http.Get(sched.StreamURL)
+		l, err := cluster.ListRecords(sched.StreamURL)
 		if err != nil {
-			return false, err
-		}
-		defer resp.Body.Close()
-		var l stream.List
-		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 			return false, err
 		}
 		for _, r := range l.Items {

@@ -4,10 +4,8 @@ package equivalence
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
@@ -62,12 +59,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	nodes := makeNodes(rng)
 	pods := makePods(rng)
 	for _, n := range nodes {
-		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Status = n.Status
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if err := cluster.CreateNode(ctx, client, n, n.Status.Capacity); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,13 +174,8 @@ func scheduledRecords(t *testing.T, url string) map[string]*record.Attempt {
 	t.Helper()
 	out := map[string]*record.Attempt{}
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get(url)
+		l, err := cluster.ListRecords(url)
 		if err != nil {
-			return false, err
-		}
-		defer resp.Body.Close()
-		var l stream.List
-		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 			return false, err
 		}
 		for _, r := range l.Items {

@@ -2,9 +2,7 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
@@ -108,20 +105,6 @@ func run(m *testing.M) int {
 	return code
 }
 
-// listRecords reads every buffered record from a record stream.
-func listRecords(url string) (*stream.List, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	var l stream.List
-	return &l, json.NewDecoder(resp.Body).Decode(&l)
-}
-
 // waitForRecord waits for a record of pod uid with the given result and
 // returns it with every earlier record of the pod.
 func waitForRecord(t *testing.T, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
@@ -135,7 +118,7 @@ func waitForRecordOf(t *testing.T, s *cluster.Scheduler, uid types.UID, result r
 	var found *record.Attempt
 	var all []*record.Attempt
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		l, err := listRecords(s.StreamURL)
+		l, err := cluster.ListRecords(s.StreamURL)
 		if err != nil {
 			return false, err
 		}
@@ -177,21 +160,12 @@ func createNodes(t *testing.T, specs ...nodeSpec) {
 		for k, v := range s.labels {
 			n.Labels[k] = v
 		}
-		created, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("creating node %s: %v", s.name, err)
-		}
-		capacity := v1.ResourceList{
+		n.Status.Images = s.images
+		if err := cluster.CreateNode(ctx, client, n, v1.ResourceList{
 			v1.ResourceCPU:    resource.MustParse(s.cpu),
 			v1.ResourceMemory: resource.MustParse(s.memory),
-			v1.ResourcePods:   resource.MustParse("110"),
-		}
-		created.Status = v1.NodeStatus{
-			Capacity: capacity, Allocatable: capacity, Images: s.images,
-			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
-		}
-		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("setting status of node %s: %v", s.name, err)
+		}); err != nil {
+			t.Fatal(err)
 		}
 		name := s.name
 		t.Cleanup(func() {

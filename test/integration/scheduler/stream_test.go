@@ -60,7 +60,7 @@ func TestRecordStream(t *testing.T) {
 	ns := createNamespace(t)
 	createNodes(t, nodeSpec{name: "stream-node", cpu: "100", memory: "100Gi"})
 
-	initial, err := listRecords(s.StreamURL)
+	initial, err := cluster.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestRecordStream(t *testing.T) {
 		t.Errorf("watched %v, want %v in order", watched, names)
 	}
 
-	l, err := listRecords(s.StreamURL)
+	l, err := cluster.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
