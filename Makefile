@@ -55,7 +55,7 @@ test-integration: build build-tools ## Run the integration and end-to-end tests 
 .PHONY: bench-smoke
 bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
 	@mkdir -p $(BENCH_OUT)/smoke
-	for mode in plain recording tracing; do \
+	for mode in plain recording tracing collector-down; do \
 		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench 'BenchmarkPerfScheduling/SchedulingBasic/5Nodes$$' \
 			-benchtime=1x -perf-scheduling-label-filter= -schedscope-mode=$$mode -schedscope-require-records || exit 1; \
 	done

@@ -1,7 +1,7 @@
 // Command bench measures what schedscope costs the scheduler. It runs the
 // upstream scheduler_perf workloads (test/bench) in three modes, plain
-// kube-scheduler, schedscope recording, and schedscope recording and
-// tracing, interleaved, each run in its own process, then prints for each
+// kube-scheduler, schedscope recording, schedscope recording and tracing
+// to a live receiver, and tracing to a collector that is down, interleaved, each run in its own process, then prints for each
 // workload the median throughput of each mode, the ratios to plain and the
 // peak heap. It also runs the recorder micro-benchmarks. Raw results go to
 // -out.
@@ -22,7 +22,7 @@ import (
 	"text/tabwriter"
 )
 
-var modes = []string{"plain", "recording", "tracing"}
+var modes = []string{"plain", "recording", "tracing", "collector-down"}
 
 // workload is one upstream workload: its file, and the benchmark name.
 type workload struct {
@@ -43,6 +43,7 @@ type run struct {
 	RecordsRead   int64
 	Dropped       uint64
 	SpansReceived int64
+	SpansLost     uint64
 }
 
 func main() {
@@ -84,20 +85,21 @@ func main() {
 	table := io.MultiWriter(os.Stdout, raw)
 	fmt.Fprintln(table, "\nThroughput (pods/s, median of runs), ratio to plain kube-scheduler, and peak heap (MiB, median; includes the in-process kube-apiserver)")
 	tw := tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\trecording/plain\ttracing/plain\theap plain\theap recording\theap tracing\trecords lost")
+	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\trecording/plain\ttracing/plain\tdown/plain\theap plain\theap recording\theap tracing\trecords lost")
 	for _, w := range workloads {
 		byMode, ok := results[w.name]
 		if !ok {
 			continue
 		}
 		plain, recording, tracing := median(byMode["plain"], throughput), median(byMode["recording"], throughput), median(byMode["tracing"], throughput)
+		down := median(byMode["collector-down"], throughput)
 		var lost int64
-		for _, m := range []string{"recording", "tracing"} {
+		for _, m := range []string{"recording", "tracing", "collector-down"} {
 			for _, r := range byMode[m] {
 				lost += r.Records - r.RecordsRead + int64(r.Dropped)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%d\n", w.name, plain, recording, tracing, recording/plain, tracing/plain,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%d\n", w.name, plain, recording, tracing, down, recording/plain, tracing/plain, down/plain,
 			median(byMode["plain"], heapMiB), median(byMode["recording"], heapMiB), median(byMode["tracing"], heapMiB), lost)
 	}
 	tw.Flush()

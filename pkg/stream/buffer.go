@@ -6,6 +6,12 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
+// DefaultBufferSize is the default number of records a Buffer keeps: a
+// follower that reconnects within seconds finds its place again, and at
+// 5000 nodes, where a record holds the scores of hundreds of nodes (about
+// 100 KB), the buffer stays near 200 MB.
+const DefaultBufferSize = 2000
+
 // Buffer is a bounded ring of the newest records. Add never blocks: when the
 // ring is full the oldest record is overwritten and counted as evicted.
 type Buffer struct {

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -48,6 +50,7 @@ type result struct {
 	RecordsRead   int64  `json:"recordsRead"`
 	Dropped       uint64 `json:"dropped"`
 	SpansReceived int64  `json:"spansReceived"`
+	SpansLost     uint64 `json:"spansLost"`
 }
 
 func BenchmarkPerfScheduling(b *testing.B) {
@@ -70,12 +73,12 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	switch *mode {
 	case "plain":
 		perf.RunBenchmarkPerfScheduling(b, upstream, topic, nil)
-	case "recording", "tracing":
+	case "recording", "tracing", "collector-down":
 		observed, err := observedWorkloadFile(upstream, b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
-		o := newObserver(b, res, *mode == "tracing")
+		o := newObserver(b, res, *mode)
 		registry, _, err := o.recorder.Observe(nil, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -87,8 +90,11 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		if *requireRecords && *mode == "tracing" && res.SpansReceived == 0 {
 			b.Fatal("the OTLP receiver received no span")
 		}
+		if *requireRecords && *mode == "collector-down" && res.SpansLost == 0 {
+			b.Fatal("no span was counted lost with the collector down")
+		}
 	default:
-		b.Fatalf("-schedscope-mode=%q: want plain, recording or tracing", *mode)
+		b.Fatalf("-schedscope-mode=%q: want plain, recording, tracing or collector-down", *mode)
 	}
 }
 
@@ -180,16 +186,27 @@ type observer struct {
 	read    atomic.Int64
 }
 
-func newObserver(b *testing.B, res *result, traced bool) *observer {
-	o := &observer{b: b, res: res, buffer: stream.NewBuffer(10000, uuid.NewString())}
+// newObserver wires the observation of a mode: recording; tracing, to a
+// live OTLP receiver; collector-down, tracing to a closed port.
+func newObserver(b *testing.B, res *result, mode string) *observer {
+	o := &observer{b: b, res: res, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
 	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(*record.Attempt) { o.records.Add(1) }})
-	if traced {
-		receiver, err := cluster.StartOTLPReceiver()
-		if err != nil {
-			b.Fatal(err)
+	if mode != "recording" {
+		var endpoint string
+		if mode == "tracing" {
+			receiver, err := cluster.StartOTLPReceiver()
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.receiver = receiver
+			endpoint = receiver.Addr
+		} else {
+			port, err := cluster.FreePort()
+			if err != nil {
+				b.Fatal(err)
+			}
+			endpoint = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		o.receiver = receiver
-		endpoint := receiver.Addr
 		rate := int32(1_000_000)
 		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
 		if err != nil {
@@ -225,7 +242,9 @@ func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _
 	return nil
 }
 
-// watch reads the record stream as the sidecar would, until ctx is done.
+// watch reads the record stream until ctx is done, counting the records.
+// It does not decode them: that is the sidecar's work, in its own process,
+// while this process is the scheduler's.
 func (o *observer) watch(ctx context.Context, url string) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"?watch=true&since=0", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -233,13 +252,11 @@ func (o *observer) watch(ctx context.Context, url string) {
 		return
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var e stream.Event
-		if err := dec.Decode(&e); err != nil {
-			return
-		}
-		if e.Type == stream.EventAdded {
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(make([]byte, 1<<20), 64<<20)
+	added := []byte(`{"type":"` + stream.EventAdded + `"`)
+	for lines.Scan() {
+		if bytes.HasPrefix(lines.Bytes(), added) {
 			o.read.Add(1)
 		}
 	}
@@ -259,6 +276,7 @@ func (o *observer) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = o.tracer.Shutdown(ctx)
+		o.res.SpansLost = o.tracer.DroppedSpans() + o.tracer.FailedSpans()
 	}
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
 	if o.receiver != nil {

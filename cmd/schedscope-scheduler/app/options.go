@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // RecordOptions configure the decision records and their stream.
@@ -28,7 +30,7 @@ type RecordOptions struct {
 
 // NewRecordOptions returns the defaults.
 func NewRecordOptions() *RecordOptions {
-	return &RecordOptions{BufferSize: 10000, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
+	return &RecordOptions{BufferSize: stream.DefaultBufferSize, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
 }
 
 // AddFlags adds the options' flags to fs.

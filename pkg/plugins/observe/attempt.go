@@ -428,12 +428,17 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		index[p.Name] = i
 	}
 	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, 0, len(a.scores))}
-	for _, ns := range a.scores {
+	// One backing array for every node's raw, normalized and weighted
+	// scores: a 5000-node attempt scores hundreds of nodes.
+	p := len(plugins)
+	values := make([]int64, 3*p*len(a.scores))
+	for k, ns := range a.scores {
+		v := values[3*p*k : 3*p*(k+1)]
 		node := record.NodeScore{
 			Node:       ns.Name,
-			Raw:        make([]int64, len(plugins)),
-			Normalized: make([]int64, len(plugins)),
-			Weighted:   make([]int64, len(plugins)),
+			Raw:        v[:p:p],
+			Normalized: v[p : 2*p : 2*p],
+			Weighted:   v[2*p : 3*p : 3*p],
 			Total:      ns.TotalScore,
 		}
 		for _, s := range ns.RawScores {
