@@ -2,8 +2,11 @@ package jaeger
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +128,10 @@ func TestScheduledPodInJaeger(t *testing.T) {
 	if sum, total := queue.duration()+cycle.duration()+binding.duration(), root.duration(); sum > total+time.Millisecond {
 		t.Errorf("queue wait %s + scheduling cycle %s + binding cycle %s = %s exceed the attempt's %s", queue.duration(), cycle.duration(), binding.duration(), sum, total)
 	}
-	t.Logf("trace %s of %s:\n%v", found.TraceID, pod.Name, found.tree())
+	var lines []string
+	for _, sp := range found.Spans {
+		lines = append(lines, fmt.Sprintf("%-18s +%-10s %s", sp.OperationName, sp.start().Sub(root.start()), sp.duration()))
+	}
+	sort.Strings(lines)
+	t.Logf("trace %s of %s, as Jaeger returned it (span, start in the attempt, duration):\n%s", found.TraceID, pod.Name, strings.Join(lines, "\n"))
 }
