@@ -118,7 +118,9 @@ func TestScheduledPodInJaeger(t *testing.T) {
 			t.Errorf("trace has no %s span: %v", name, found.tree())
 			continue
 		}
-		if s.start().Before(root.start()) || s.end().After(root.end()) {
+		// Jaeger rounds each span's start and duration to microseconds.
+		const rounding = 2 * time.Microsecond
+		if s.start().Before(root.start().Add(-rounding)) || s.end().After(root.end().Add(rounding)) {
 			t.Errorf("%s [%s, %s] is not inside the attempt [%s, %s]", name, s.start(), s.end(), root.start(), root.end())
 		}
 	}
