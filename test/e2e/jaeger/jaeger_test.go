@@ -1,7 +1,6 @@
 package jaeger
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,32 +28,14 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/tracing"
+
+	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
 // jaegerProcess is a Jaeger started for a test, with its endpoints.
 type jaegerProcess struct {
 	otlpGRPC string
 	query    string
-}
-
-// repoRoot is the directory of the main module.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.HasPrefix(data, []byte("module github.com/schedscope/schedscope\n")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the schedscope module root above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
@@ -80,7 +61,7 @@ func freePorts(t *testing.T, n int) []int {
 // loopback ports until the test ends, and waits until it is healthy.
 func startJaeger(t *testing.T) *jaegerProcess {
 	t.Helper()
-	root := repoRoot(t)
+	root := cluster.RepoRoot()
 	bin := os.Getenv("JAEGER_BIN")
 	if bin == "" {
 		bin = filepath.Join(root, "bin", "jaeger")

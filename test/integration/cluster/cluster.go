@@ -37,13 +37,18 @@ const adminToken = "schedscope-admin-token"
 // grants some with RBAC.
 const ViewerToken = "schedscope-viewer-token"
 
+// RepoRoot returns the directory of the main module.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
 // BinDir returns the directory holding etcd, kube-apiserver and the schedulers.
 func BinDir() string {
 	if d := os.Getenv("SCHEDSCOPE_BIN"); d != "" {
 		return d
 	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bin")
+	return filepath.Join(RepoRoot(), "bin")
 }
 
 // Binary returns the path of a built binary, or an error that says how to build it.

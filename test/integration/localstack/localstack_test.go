@@ -13,30 +13,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
-// repoRoot is the main module's directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			bytes.HasPrefix(data, []byte("module github.com/schedscope/schedscope\n")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the schedscope module root above the working directory")
-		}
-		dir = parent
-	}
-}
-
 func TestSmoke(t *testing.T) {
-	root := repoRoot(t)
+	root := cluster.RepoRoot()
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "localstack")
 	build := exec.Command("go", "build", "-o", bin, "./hack/localstack")
