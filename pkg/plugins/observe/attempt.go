@@ -46,13 +46,11 @@ type attempt struct {
 	filterStart     time.Time // zero until PreFilter succeeds, and again once Filter is recorded
 	preFilterStatus *fwk.Status
 	preFilterResult *fwk.PreFilterResult
-	unresolvedBy    []string
 
 	scores       []fwk.NodePluginScores
 	scored       bool
 	selectedNode string
 	feasible     int
-	evaluated    int
 
 	result        record.Result
 	message       string
@@ -174,21 +172,12 @@ func (a *attempt) addPluginTime(plugin int, p point, d time.Duration) {
 	}
 }
 
-func (a *attempt) setPluginStatus(plugin int, p point, s *fwk.Status) {
+// addPluginStatus records what a plugin returned at a point called once
+// per attempt, and the wait a Permit plugin asked for.
+func (a *attempt) addPluginStatus(plugin int, p point, s *fwk.Status, wait time.Duration) {
 	a.mu.Lock()
-	a.pluginStatuses = append(a.pluginStatuses, pluginStatus{plugin: plugin, point: p, status: s})
+	a.pluginStatuses = append(a.pluginStatuses, pluginStatus{plugin: plugin, point: p, status: s, wait: wait})
 	a.mu.Unlock()
-}
-
-func (a *attempt) setPermitWait(plugin int, wait time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i := len(a.pluginStatuses) - 1; i >= 0; i-- {
-		if ps := &a.pluginStatuses[i]; ps.plugin == plugin && ps.point == pointPermit {
-			ps.wait = wait
-			return
-		}
-	}
 }
 
 func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.Status) {
@@ -201,7 +190,8 @@ func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.S
 	a.mu.Unlock()
 }
 
-func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
+// addPoint records a run of an extension point and returns its duration.
+func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) time.Duration {
 	run := record.PointRun{Point: p.String(), Start: start, Duration: time.Since(start), Code: s.Code().String()}
 	if !s.IsSuccess() {
 		run.Plugin = PluginName(s.Plugin())
@@ -210,6 +200,7 @@ func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) {
 	a.mu.Lock()
 	a.points = append(a.points, run)
 	a.mu.Unlock()
+	return run.Duration
 }
 
 // endFilter records the Filter phase, once, when the scheduler moves past it.

@@ -35,7 +35,6 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) {
 		a.endFilter(err == nil)
 		a.selectedNode = result.SuggestedHost
 		a.feasible = result.FeasibleNodes
-		a.evaluated = result.EvaluatedNodes
 		var fitErr *framework.FitError
 		if errors.As(err, &fitErr) {
 			a.message = fitErr.Error()
@@ -115,7 +114,6 @@ func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.C
 		a.addPoint(pointPreFilter, start, s)
 		a.preFilterStatus = s
 		a.preFilterResult = result
-		a.unresolvedBy = sets.List(unresolved)
 		a.filterStart = time.Now()
 	}
 	return result, s, unresolved
@@ -227,8 +225,7 @@ func (f *observedFramework) RunBindPlugins(ctx context.Context, state fwk.CycleS
 	start := time.Now()
 	s := f.Framework.RunBindPlugins(ctx, state, pod, nodeName)
 	if a := attemptFrom(state); a != nil {
-		a.addPoint(pointBind, start, s)
-		a.bindCall = time.Since(start)
+		a.bindCall = a.addPoint(pointBind, start, s)
 	}
 	return s
 }

@@ -119,7 +119,6 @@ func (r *Recorder) wrap(profile, name string, inner fwk.Plugin) (fwk.Plugin, err
 	table := r.profileTable(profile)
 	o := &observed{
 		registryName: WrappedName(name),
-		name:         name,
 		table:        table,
 		index:        table.add(name),
 		inner:        inner,
@@ -216,7 +215,6 @@ func pluginSets(p *config.Plugins) []namedPluginSet {
 // interface so that no call pays for a type assertion.
 type observed struct {
 	registryName string
-	name         string
 	table        *profileTable
 	index        int
 	inner        fwk.Plugin
@@ -260,7 +258,7 @@ func (o *observed) perNodeClock(p point) *pluginClock {
 // once records a plugin's status at a point called once per attempt.
 func (o *observed) once(state fwk.CycleState, p point, start time.Time, s *fwk.Status) {
 	if a := o.timed(state, p, start); a != nil {
-		a.setPluginStatus(o.index, p, s)
+		a.addPluginStatus(o.index, p, s, 0)
 	}
 }
 
@@ -395,8 +393,7 @@ func (w permitPoint) Permit(ctx context.Context, state fwk.CycleState, p *v1.Pod
 	start := time.Now()
 	s, wait := w.o.permit.Permit(ctx, state, p, nodeName)
 	if a := w.o.timed(state, pointPermit, start); a != nil {
-		a.setPluginStatus(w.o.index, pointPermit, s)
-		a.setPermitWait(w.o.index, wait)
+		a.addPluginStatus(w.o.index, pointPermit, s, wait)
 	}
 	return s, wait
 }
