@@ -41,8 +41,12 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 
 .PHONY: test
 test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
-	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/reliability/)
 	$(MAKE) bench-smoke
+
+.PHONY: test-reliability
+test-reliability: build ## Run the long reliability tests (scale, long fuzzing) on real components.
+	$(GO) test $(TEST_FLAGS) -timeout 60m ./test/reliability/...
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
