@@ -66,16 +66,24 @@ type Process struct {
 	cmd  *exec.Cmd
 	done chan error
 	Log  string
+	// binary and args start the process again (Restart).
+	binary string
+	args   []string
 }
 
 // Start runs a binary from BinDir with its output in logDir/name.log.
 func Start(logDir, name, binary string, args ...string) (*Process, error) {
+	return start(filepath.Join(logDir, name+".log"), os.O_TRUNC, name, binary, args)
+}
+
+// start runs binary with its output in logPath, opened with flag (O_TRUNC
+// or O_APPEND) besides O_CREATE|O_WRONLY.
+func start(logPath string, flag int, name, binary string, args []string) (*Process, error) {
 	path, err := Binary(binary)
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(logDir, name+".log")
-	out, err := os.Create(logPath)
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +94,30 @@ func Start(logDir, name, binary string, args ...string) (*Process, error) {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1), Log: logPath}
+	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1), Log: logPath, binary: binary, args: args}
 	go func() { p.done <- cmd.Wait(); out.Close() }()
 	return p, nil
+}
+
+// Restart stops the process if it still runs and starts it again with the
+// same binary and flags, its output appended to the same log.
+func (p *Process) Restart() (*Process, error) {
+	p.Stop()
+	return start(p.Log, os.O_APPEND, p.Name, p.binary, p.args)
+}
+
+// Pid returns the process ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Kill ends the process (its whole process group) with SIGKILL, giving it
+// no chance to clean up, and waits for it to be gone.
+func (p *Process) Kill() {
+	if p == nil || p.Exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	p.done <- nil
 }
 
 // Exited reports whether the process has ended.
@@ -197,7 +226,24 @@ func (cp *ControlPlane) startEtcd() error {
 	if err != nil {
 		return err
 	}
-	return waitHTTP(context.Background(), cp.Etcd, cp.etcdURL+"/health", nil, 30*time.Second)
+	return cp.waitEtcd(context.Background())
+}
+
+func (cp *ControlPlane) waitEtcd(ctx context.Context) error {
+	return waitHTTP(ctx, cp.Etcd, cp.etcdURL+"/health", nil, 30*time.Second)
+}
+
+// StopEtcd stops etcd; StartEtcd starts it again.
+func (cp *ControlPlane) StopEtcd() { cp.Etcd.Stop() }
+
+// StartEtcd starts the etcd StopEtcd stopped, with the same data directory,
+// ports and flags, and waits until it is healthy.
+func (cp *ControlPlane) StartEtcd(ctx context.Context) error {
+	var err error
+	if cp.Etcd, err = cp.Etcd.Restart(); err != nil {
+		return err
+	}
+	return cp.waitEtcd(ctx)
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
@@ -233,24 +279,27 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err := WriteKubeconfig(cp.Kubeconfig, host, adminToken); err != nil {
 		return err
 	}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitHTTP(ctx, cp.APIServer, host+"/readyz", insecure, 60*time.Second); err != nil {
+	if err := cp.WaitAPIServer(ctx); err != nil {
 		return err
 	}
 	cp.Client, err = kubernetes.NewForConfig(cp.Config)
 	return err
 }
 
-// RestartAPIServer stops kube-apiserver and starts it again with the same flags.
-func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
-	cp.APIServer.Stop()
-	var err error
-	cp.APIServer, err = Start(cp.Dir, "kube-apiserver", "kube-apiserver", cp.apiArgs...)
-	if err != nil {
-		return err
-	}
+// WaitAPIServer waits until kube-apiserver answers /readyz.
+func (cp *ControlPlane) WaitAPIServer(ctx context.Context) error {
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	return waitHTTP(ctx, cp.APIServer, cp.Config.Host+"/readyz", insecure, 60*time.Second)
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again with the same
+// flags, and waits until it is ready.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	var err error
+	if cp.APIServer, err = cp.APIServer.Restart(); err != nil {
+		return err
+	}
+	return cp.WaitAPIServer(ctx)
 }
 
 // Stop stops kube-apiserver and etcd.
@@ -353,12 +402,27 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 	if err != nil {
 		return nil, err
 	}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := waitHTTP(ctx, s.Process, s.HealthURL, insecure, 60*time.Second); err != nil {
+	if err := s.wait(ctx); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
+}
+
+func (s *Scheduler) wait(ctx context.Context) error {
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitHTTP(ctx, s.Process, s.HealthURL, insecure, 60*time.Second)
+}
+
+// Restart stops the scheduler if it still runs and starts it again with
+// the same configuration, ports and flags, as the kubelet restarts a
+// container, and waits until it is healthy.
+func (s *Scheduler) Restart(ctx context.Context) error {
+	var err error
+	if s.Process, err = s.Process.Restart(); err != nil {
+		return err
+	}
+	return s.wait(ctx)
 }
 
 func hasFlag(args []string, flag string) bool {

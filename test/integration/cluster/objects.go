@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedscope/schedscope/pkg/stream"
@@ -47,4 +50,61 @@ func ListRecords(url string) (*stream.List, error) {
 	}
 	var l stream.List
 	return &l, json.NewDecoder(resp.Body).Decode(&l)
+}
+
+// PauseImage is the image of test pods.
+const PauseImage = "registry.k8s.io/pause:3.10"
+
+// CreatePods creates pods name(0) ... name(n-1) in namespace ns for the
+// scheduler profile, a few requests at a time. The pods request nothing:
+// a node's pod capacity is what limits them.
+func CreatePods(ctx context.Context, client kubernetes.Interface, ns, profile string, n int, name func(int) string) error {
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range n {
+		g.Go(func() error {
+			pod := &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns},
+				Spec:       v1.PodSpec{SchedulerName: profile, Containers: []v1.Container{{Name: "pause", Image: PauseImage}}},
+			}
+			if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating pod %s/%s: %w", ns, pod.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// CountBound returns how many of the pods in namespace ns are bound to a
+// node, and how many there are.
+func CountBound(ctx context.Context, client kubernetes.Interface, ns string) (bound, total int, err error) {
+	list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range list.Items {
+		if p.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	return bound, len(list.Items), nil
+}
+
+// WaitForBound waits until want pods of namespace ns are bound. Errors
+// listing the pods (the control plane may be recovering) are retried.
+func WaitForBound(ctx context.Context, client kubernetes.Interface, ns string, want int, timeout time.Duration) error {
+	bound := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		n, _, err := CountBound(ctx, client, ns)
+		if err != nil {
+			return false, nil
+		}
+		bound = n
+		return bound >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d pods of namespace %s bound: %w", bound, want, ns, err)
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -42,20 +41,7 @@ func TestCollectorDown(t *testing.T) {
 	for i := range pods {
 		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("p-%04d", i)).SchedulerName(profile).Obj())
 	}
-	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		bound := 0
-		for _, p := range list.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		return bound == pods, nil
-	})
-	if err != nil {
+	if err := cluster.WaitForBound(context.Background(), client, ns, pods, 5*time.Minute); err != nil {
 		t.Fatalf("not every pod was bound with the collector down: %v", err)
 	}
 	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/sidecar/follow"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// Sidecar is a running schedscope-sidecar.
+type Sidecar struct {
+	*Process
+	// URL is the sidecar's https base URL.
+	URL string
+}
+
+// StartSidecar starts schedscope-sidecar following sched's record stream
+// into dir/name.db, authenticating and authorizing through the control
+// plane, and waits until it answers /healthz.
+func (cp *ControlPlane) StartSidecar(ctx context.Context, name string, sched *Scheduler, extra ...string) (*Sidecar, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--stream-url", sched.StreamURL,
+		"--db-path", filepath.Join(cp.Dir, name+".db"),
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port), "--cert-dir", filepath.Join(cp.Dir, name+"-certs"),
+		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
+		"--scheduler-health-url", sched.HealthURL,
+		"--scheduler-ready-url", strings.TrimSuffix(sched.HealthURL, "/healthz") + "/readyz",
+	}, extra...)
+	s := &Sidecar{URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	if s.Process, err = Start(cp.Dir, name, "schedscope-sidecar", args...); err != nil {
+		return nil, err
+	}
+	if err := s.wait(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sidecar) wait(ctx context.Context) error {
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitHTTP(ctx, s.Process, s.URL+"/healthz", insecure, 60*time.Second)
+}
+
+// Restart stops the sidecar if it still runs and starts it again on the
+// same database, port and flags.
+func (s *Sidecar) Restart(ctx context.Context) error {
+	var err error
+	if s.Process, err = s.Process.Restart(); err != nil {
+		return err
+	}
+	return s.wait(ctx)
+}
+
+// SidecarStatus is the answer of the sidecar's status endpoint.
+type SidecarStatus struct {
+	Follower follow.Status `json:"follower"`
+	Store    store.Stats   `json:"store"`
+}
+
+// Status reads the sidecar's status endpoint as the admin.
+func (s *Sidecar) Status() (*SidecarStatus, error) {
+	var st SidecarStatus
+	return &st, s.getJSON(api.Prefix+"status", &st)
+}
+
+// Pods lists the pods of namespace ns the sidecar holds records of, each
+// with its latest attempt.
+func (s *Sidecar) Pods(ns string) ([]store.PodStatus, error) {
+	var l api.PodList
+	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods?limit=%d", api.Prefix, ns, api.MaxLimit), &l)
+}
+
+// Attempts lists the stored attempts of a pod, newest first.
+func (s *Sidecar) Attempts(ns, name string) ([]store.AttemptSummary, error) {
+	var l api.AttemptList
+	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods/%s/attempts?limit=%d", api.Prefix, ns, name, api.MaxLimit), &l)
+}
+
+func (s *Sidecar) getJSON(path string, v any) error {
+	body, err := GetWithToken(s.URL + path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+// Package faults injects faults into real components — a killed sidecar, a
+// killed leader, a restarted kube-apiserver, an unavailable etcd — while
+// schedscope-scheduler schedules a workload, and checks what the
+// reliability requirements say must hold: no pod lost or bound twice, the
+// sidecar recovering without a restart, and every record either stored or
+// counted as lost.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/test/integration/cluster"
+)
+
+const (
+	profile = "schedscope"
+	// schedulerConfig runs one profile; leader election is set per test.
+	schedulerConfig = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: " + profile + "\n"
+	// noLeaderElection is for tests of a single scheduler.
+	noLeaderElection = "--leader-elect=false"
+)
+
+// startControlPlane starts etcd and kube-apiserver for one test, in a
+// directory that is kept, with every log, when the test fails.
+func startControlPlane(t *testing.T) *cluster.ControlPlane {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "schedscope-faults-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := cluster.StartControlPlane(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cp.Stop()
+		if t.Failed() {
+			t.Logf("logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return cp
+}
+
+func startScheduler(t *testing.T, cp *cluster.ControlPlane, name string, extra ...string) *cluster.Scheduler {
+	t.Helper()
+	s, err := cp.StartScheduler(context.Background(), name, "schedscope-scheduler", schedulerConfig, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return s
+}
+
+func startSidecar(t *testing.T, cp *cluster.ControlPlane, name string, s *cluster.Scheduler) *cluster.Sidecar {
+	t.Helper()
+	sc, err := cp.StartSidecar(context.Background(), name, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Stop() })
+	return sc
+}
+
+// createNodes creates n Ready nodes of 110 pods each.
+func createNodes(t *testing.T, cp *cluster.ControlPlane, n int) {
+	t.Helper()
+	for i := range n {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i)}}
+		if err := cluster.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("256Gi"),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func createNamespace(t *testing.T, cp *cluster.ControlPlane, name string) {
+	t.Helper()
+	if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podName names the i-th pod of a workload phase.
+func podName(phase string) func(int) string {
+	return func(i int) string { return fmt.Sprintf("%s-%04d", phase, i) }
+}
+
+// createPodsAsync creates n pods in the background; the returned channel
+// yields the result.
+func createPodsAsync(cp *cluster.ControlPlane, ns string, n int, name func(int) string) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- cluster.CreatePods(context.Background(), cp.Client, ns, profile, n, name) }()
+	return done
+}
+
+// lastSeq returns the epoch and newest sequence of a scheduler's stream.
+func lastSeq(t *testing.T, s *cluster.Scheduler) (string, uint64) {
+	t.Helper()
+	l, err := cluster.ListRecords(s.StreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Epoch, l.Seq
+}
+
+// poll waits for cond, failing the test with what after timeout.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond()
+	}); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// waitCaughtUp waits until the sidecar has stored, or counted as lost,
+// every record of its scheduler's stream up to seq of epoch, and returns
+// its status.
+func waitCaughtUp(t *testing.T, sc *cluster.Sidecar, epoch string, seq uint64) *cluster.SidecarStatus {
+	t.Helper()
+	var st *cluster.SidecarStatus
+	poll(t, 2*time.Minute, fmt.Sprintf("%s to reach sequence %d of epoch %s", sc.Name, seq, epoch), func() (bool, error) {
+		var err error
+		if st, err = sc.Status(); err != nil {
+			return false, nil
+		}
+		return st.Follower.Cursor.Epoch == epoch && st.Follower.Cursor.Seq == seq, nil
+	})
+	return st
+}
+
+// storedPods returns the pods of namespace ns the sidecar holds records
+// of, by name, checking that each has exactly one record: a first
+// attempt that scheduled it.
+func storedPods(t *testing.T, sc *cluster.Sidecar, ns string) map[string]store.PodStatus {
+	t.Helper()
+	pods, err := sc.Pods(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]store.PodStatus, len(pods))
+	for _, p := range pods {
+		if p.Latest.Result != record.ResultScheduled || p.Latest.Attempt != 1 {
+			t.Errorf("%s: pod %s: latest record is attempt %d, %s (%s at %s), want attempt 1, scheduled", sc.Name, p.Pod.Name, p.Latest.Attempt, p.Latest.Result, p.Latest.Message, p.Latest.FailedPoint)
+		}
+		out[p.Pod.Name] = p
+	}
+	return out
+}
