@@ -127,7 +127,7 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 // explain asks the sidecar for the latest attempt of a demo pod.
 func (s *stack) explain(name string) (explanation, error) {
 	var e explanation
-	body, err := cluster.GetWithToken(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/explain?limit=1", s.sidecarURL, demoNamespace, name))
+	body, err := cluster.GetWithToken(fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain?limit=1", s.sidecarURL, demoNamespace, name))
 	if err != nil {
 		return e, err
 	}
@@ -186,8 +186,8 @@ func (s *stack) printWhereToLook(d *demo) {
 	w := s.out
 	fmt.Fprintf(w, "schedscope is running (started in %.1fs). Where to look:\n\n", time.Since(s.began).Seconds())
 	fmt.Fprintf(w, "  sidecar web page     %s/   (paste the token %s in the page's token field)\n", s.sidecarURL, token)
-	fmt.Fprintf(w, "  explain API          curl -sk -H 'Authorization: Bearer %s' %s/api/v1/namespaces/%s/pods/%s/explain\n", token, s.sidecarURL, demoNamespace, unschedulable)
-	fmt.Fprintf(w, "  pending pods         curl -sk -H 'Authorization: Bearer %s' %s/api/v1/pending\n", token, s.sidecarURL)
+	fmt.Fprintf(w, "  explain API          curl -sk -H 'Authorization: Bearer %s' %s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain\n", token, s.sidecarURL, demoNamespace, unschedulable)
+	fmt.Fprintf(w, "  pending pods         curl -sk -H 'Authorization: Bearer %s' %s/apis/schedscope.io/v1alpha1/pending\n", token, s.sidecarURL)
 	fmt.Fprintf(w, "  record stream        curl -s %s   (add ?watch=true to follow)\n", s.sched.StreamURL)
 	fmt.Fprintf(w, "  scheduler metrics    curl -sk -H 'Authorization: Bearer %s' %s\n", token, s.sched.MetricsURL)
 	fmt.Fprintf(w, "  sidecar metrics      curl -sk -H 'Authorization: Bearer %s' %s/metrics\n", token, s.sidecarURL)

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
 )
 
 // Client gets a path of the sidecar's API.
@@ -43,7 +45,8 @@ func answer(code int, body []byte, via string) ([]byte, error) {
 	var eb errorBody
 	_ = json.Unmarshal(body, &eb)
 	if eb.Kind == "Status" {
-		// The apiserver itself answered: the service or its proxy failed.
+		// The kube-apiserver itself answered: the APIService, the sidecar
+		// behind it or the caller's rights to the API group failed.
 		return nil, fmt.Errorf("%s: %d %s", via, code, eb.Message)
 	}
 	msg := eb.Message
@@ -95,23 +98,23 @@ func (d *directClient) Get(ctx context.Context, path string, query url.Values) (
 	return answer(resp.StatusCode, body, "the sidecar at "+d.base.String())
 }
 
-// proxyClient talks to the sidecar through the apiserver's service proxy.
-type proxyClient struct {
-	rest    rest.Interface
-	ns      string
-	service string // scheme:name:port
+// aggregatedClient reaches the sidecar's API through the kube-apiserver,
+// which proxies the API group to the sidecar and tells it who the caller is.
+type aggregatedClient struct {
+	rest rest.Interface
+	host string
 }
 
-func newProxyClient(cfg *rest.Config, namespace, scheme, name, port string) (*proxyClient, error) {
+func newAggregatedClient(cfg *rest.Config) (*aggregatedClient, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &proxyClient{rest: cs.CoreV1().RESTClient(), ns: namespace, service: scheme + ":" + name + ":" + port}, nil
+	return &aggregatedClient{rest: cs.CoreV1().RESTClient(), host: cfg.Host}, nil
 }
 
-func (p *proxyClient) Get(ctx context.Context, path string, query url.Values) ([]byte, error) {
-	req := p.rest.Get().AbsPath("/api/v1/namespaces", p.ns, "services", p.service, "proxy", path)
+func (a *aggregatedClient) Get(ctx context.Context, path string, query url.Values) ([]byte, error) {
+	req := a.rest.Get().AbsPath(path)
 	for k, vs := range query {
 		for _, v := range vs {
 			req = req.Param(k, v)
@@ -122,7 +125,11 @@ func (p *proxyClient) Get(ctx context.Context, path string, query url.Values) ([
 	res.StatusCode(&code)
 	body, err := res.Raw()
 	if code == 0 {
-		return nil, fmt.Errorf("reaching service %s/%s through the apiserver: %w", p.ns, p.service, err)
+		return nil, fmt.Errorf("reaching the kube-apiserver at %s: %w", a.host, err)
 	}
-	return answer(code, body, fmt.Sprintf("service %s/%s through the apiserver", p.ns, p.service))
+	via := "the kube-apiserver at " + a.host
+	if code == http.StatusNotFound || code == http.StatusServiceUnavailable {
+		via += fmt.Sprintf(" (is the APIService %s.%s installed and available?)", api.Version, api.Group)
+	}
+	return answer(code, body, via)
 }

@@ -22,13 +22,10 @@ const (
 // Options are the flags shared by every subcommand.
 type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
-	// Server is the sidecar's address; empty means the service proxy.
-	Server           string
-	ServiceNamespace string
-	ServiceName      string
-	ServicePort      string
-	ServiceScheme    string
-	Output           string
+	// Server is the sidecar's address; empty means the kube-apiserver,
+	// which serves the sidecar's API as an aggregated API.
+	Server string
+	Output string
 
 	genericiooptions.IOStreams
 
@@ -41,15 +38,7 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 	cf := genericclioptions.NewConfigFlags(true)
 	// --server names the sidecar here; the apiserver comes from the kubeconfig.
 	cf.APIServer = nil
-	o := &Options{
-		ConfigFlags:      cf,
-		ServiceNamespace: "schedscope",
-		ServiceName:      "schedscope-sidecar",
-		ServicePort:      "https",
-		ServiceScheme:    "https",
-		Output:           OutputTable,
-		IOStreams:        streams,
-	}
+	o := &Options{ConfigFlags: cf, Output: OutputTable, IOStreams: streams}
 	o.newClient = o.client
 	return o
 }
@@ -57,11 +46,7 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 // AddFlags adds the shared flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
-	fs.StringVar(&o.Server, "server", o.Server, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar is reached through the apiserver's service proxy.")
-	fs.StringVar(&o.ServiceNamespace, "service-namespace", o.ServiceNamespace, "Namespace of the sidecar's service.")
-	fs.StringVar(&o.ServiceName, "service-name", o.ServiceName, "Name of the sidecar's service.")
-	fs.StringVar(&o.ServicePort, "service-port", o.ServicePort, "Port (name or number) of the sidecar's service.")
-	fs.StringVar(&o.ServiceScheme, "service-scheme", o.ServiceScheme, "Scheme the apiserver uses to reach the sidecar's service (http or https).")
+	fs.StringVar(&o.Server, "server", o.Server, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API.")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 }
 
@@ -71,12 +56,6 @@ func (o *Options) Validate() error {
 	case OutputTable, OutputJSON, OutputYAML:
 	default:
 		return usageErrorf("--output %q: want table, json or yaml", o.Output)
-	}
-	if o.ServiceScheme != "http" && o.ServiceScheme != "https" {
-		return usageErrorf("--service-scheme %q: want http or https", o.ServiceScheme)
-	}
-	if o.Server == "" && (o.ServiceNamespace == "" || o.ServiceName == "" || o.ServicePort == "") {
-		return usageErrorf("--service-namespace, --service-name and --service-port are required without --server")
 	}
 	return nil
 }
@@ -94,7 +73,7 @@ func (o *Options) client() (Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	return newProxyClient(cfg, o.ServiceNamespace, o.ServiceScheme, o.ServiceName, o.ServicePort)
+	return newAggregatedClient(cfg)
 }
 
 // namespace returns the namespace from -n or the kubeconfig.

@@ -231,25 +231,23 @@ func TestExplainJSONAndYAML(t *testing.T) {
 	}
 }
 
-// The default route is the apiserver's service proxy: a fake apiserver
-// checks the proxy path and hands the rest to the sidecar. Unlike a real
-// kube-apiserver, which consumes the caller's credentials and does not
-// forward them (see docs/sidecar.md), the fake passes the token on.
-func TestServiceProxy(t *testing.T) {
+// The default route is the kube-apiserver, which serves the sidecar's API
+// group as an aggregated API: a fake apiserver answers the group's paths
+// from the sidecar and everything else as a kube-apiserver without the
+// APIService would (the real aggregator is tested in test/integration/sidecar).
+func TestAggregatedRoute(t *testing.T) {
 	side := sidecar(t)
-	const prefix = "/api/v1/namespaces/schedscope/services/https:schedscope-sidecar:https/proxy"
 	var seen []string
+	aggregated := true
 	// client-go sends credentials over TLS only.
 	apiserver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, r.URL.Path)
-		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
-		if !ok {
+		if !aggregated || !strings.HasPrefix(r.URL.Path, api.Prefix) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"services \"x\" not found","reason":"NotFound","code":404}`)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
 			return
 		}
-		r.URL.Path = rest
 		side.ServeHTTP(w, r)
 	}))
 	defer apiserver.Close()
@@ -257,13 +255,14 @@ func TestServiceProxy(t *testing.T) {
 
 	code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc)
 	if code != ExitOK || !strings.Contains(out, "big-2         chosen") {
-		t.Errorf("through the proxy: exit code %d; stdout %s; stderr %s", code, out, errOut)
+		t.Errorf("through the apiserver: exit code %d; stdout %s; stderr %s", code, out, errOut)
 	}
-	if len(seen) == 0 || seen[0] != prefix+"/api/v1/namespaces/shop/pods/web/explain" {
-		t.Errorf("proxy paths %v", seen)
+	if len(seen) == 0 || seen[0] != api.Prefix+"namespaces/shop/pods/web/explain" {
+		t.Errorf("paths %v", seen)
 	}
-	code, _, errOut = run(t, "explain", "pod/web", "--kubeconfig", kc, "--service-name", "other")
-	if code != ExitFailure || !strings.Contains(errOut, "through the apiserver") {
-		t.Errorf("missing service: exit code %d (want 1, not 4: the pod was not looked up); stderr %s", code, errOut)
+	aggregated = false
+	code, _, errOut = run(t, "explain", "pod/web", "--kubeconfig", kc)
+	if code != ExitFailure || !strings.Contains(errOut, "is the APIService v1alpha1.schedscope.io installed") {
+		t.Errorf("no APIService: exit code %d (want 1, not 4: the pod was not looked up); stderr %s", code, errOut)
 	}
 }

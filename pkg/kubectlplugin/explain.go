@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 )
 
@@ -100,7 +101,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
+	path := fmt.Sprintf(api.Prefix+"namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
 	q := url.Values{}
 	if e.attempt > 0 {
 		q.Set("attempt", strconv.Itoa(e.attempt))

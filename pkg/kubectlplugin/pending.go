@@ -55,13 +55,13 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := "/api/v1/pending"
+	path := api.Prefix + "pending"
 	if !p.allNamespaces {
 		ns, err := p.namespace()
 		if err != nil {
 			return err
 		}
-		path = "/api/v1/namespaces/" + url.PathEscape(ns) + "/pending"
+		path = api.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
 	}
 	body, err := c.Get(ctx, path, url.Values{"limit": {strconv.Itoa(p.limit)}})
 	if err != nil {

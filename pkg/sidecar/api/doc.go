@@ -1,4 +1,5 @@
-// Package api serves the explain API: JSON over HTTP under /api/v1, with
+// Package api serves the explain API: JSON over HTTP under
+// /apis/schedscope.io/v1alpha1, with
 // every request authenticated and authorized the way Kubernetes components
 // do it. A caller sees a pod's attempts only if it may get the pod; the
 // aggregate endpoints (pods, pending, rejections) include only the

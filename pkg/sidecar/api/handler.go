@@ -19,8 +19,17 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
+// Group and Version name the API. The kube-apiserver can serve it as an
+// aggregated API (an APIService for Version.Group), so the same paths work
+// through the apiserver, with the caller's identity, and on the sidecar's
+// own port.
+const (
+	Group   = "schedscope.io"
+	Version = "v1alpha1"
+)
+
 // Prefix is where the API is served.
-const Prefix = "/api/v1/"
+const Prefix = "/apis/" + Group + "/" + Version + "/"
 
 // Config configures the API.
 type Config struct {
@@ -29,7 +38,7 @@ type Config struct {
 	// they delegate to the kube-apiserver (TokenReview, SubjectAccessReview).
 	Authenticator authenticator.Request
 	Authorizer    authorizer.UnconditionalAuthorizer
-	// Status reports the follower's status for /api/v1/status; may be nil.
+	// Status reports the follower's status for /apis/schedscope.io/v1alpha1/status; may be nil.
 	Status func() any
 	// TraceURL is the trace viewer's base URL (e.g. Jaeger), for clients
 	// to link a record's TraceID; may be empty.
@@ -39,7 +48,7 @@ type Config struct {
 	// StillPending, when set, reports whether a pod whose latest recorded
 	// attempt failed is still waiting: it exists and has no node. Pods for
 	// which it returns false (deleted, or bound without a record the
-	// sidecar received) are left out of /api/v1/pending.
+	// sidecar received) are left out of /apis/schedscope.io/v1alpha1/pending.
 	StillPending func(store.PodStatus) bool
 }
 
@@ -57,16 +66,16 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := &handler{Config: cfg}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
-	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods/{name}/explain", h.podExplain)
-	mux.HandleFunc("GET /api/v1/pods/{uid}/attempts", h.podAttempts)
-	mux.HandleFunc("GET /api/v1/pods/{uid}/explain", h.podExplain)
-	mux.HandleFunc("GET /api/v1/pods", h.pods(false))
-	mux.HandleFunc("GET /api/v1/pending", h.pods(true))
-	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pods", h.pods(false))
-	mux.HandleFunc("GET /api/v1/namespaces/{namespace}/pending", h.pods(true))
-	mux.HandleFunc("GET /api/v1/rejections", h.rejections)
-	mux.HandleFunc("GET /api/v1/status", h.status)
+	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
+	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods/{name}/explain", h.podExplain)
+	mux.HandleFunc("GET "+Prefix+"pods/{uid}/attempts", h.podAttempts)
+	mux.HandleFunc("GET "+Prefix+"pods/{uid}/explain", h.podExplain)
+	mux.HandleFunc("GET "+Prefix+"pods", h.pods(false))
+	mux.HandleFunc("GET "+Prefix+"pending", h.pods(true))
+	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods", h.pods(false))
+	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pending", h.pods(true))
+	mux.HandleFunc("GET "+Prefix+"rejections", h.rejections)
+	mux.HandleFunc("GET "+Prefix+"status", h.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -146,27 +146,27 @@ func TestPodEndpoints(t *testing.T) {
 		wantCode int
 		wantBody []string
 	}{
-		{name: "no credentials", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 401, wantBody: []string{"Unauthorized"}},
-		{name: "forbidden", user: "bob", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 403, wantBody: []string{`user \"bob\" cannot get pods \"web\" in namespace \"team-a\"`}},
-		{name: "attempts", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts", wantCode: 200, wantBody: []string{`"attempt":2`, `"attempt":1`, `"selectedNode":"n1"`}},
-		{name: "unknown pod", user: "alice", path: "/api/v1/namespaces/team-b/pods/ghost/attempts", wantCode: 404, wantBody: []string{"no attempts recorded for pod team-b/ghost"}},
-		{name: "unknown pod, no permission", user: "alice", path: "/api/v1/namespaces/team-b/pods/other/explain", wantCode: 403},
-		{name: "bad namespace", user: "alice", path: "/api/v1/namespaces/Team_A/pods/web/attempts", wantCode: 400, wantBody: []string{`parameter \"namespace\"`}},
-		{name: "bad limit", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts?limit=0", wantCode: 400, wantBody: []string{`parameter \"limit\"`}},
-		{name: "unknown parameter", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/attempts?limt=3", wantCode: 400, wantBody: []string{`parameter \"limt\": unknown parameter`}},
-		{name: "explain latest", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain", wantCode: 200, wantBody: []string{`"attempt":2`, `"chosen":true`, `"filterPlugins":["TaintToleration"]`}},
-		{name: "explain first attempt", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?attempt=1", wantCode: 200, wantBody: []string{`"attempt":1`, `"result":"unschedulable"`}},
-		{name: "explain unknown attempt", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?attempt=9", wantCode: 404, wantBody: []string{"no attempt 9"}},
-		{name: "why not node", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=tainted-node", wantCode: 200, wantBody: []string{"rejected at Filter by TaintToleration"}},
-		{name: "why not unknown node", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=n9", wantCode: 404, wantBody: []string{`node \"n9\" was not part of attempt 2`}},
-		{name: "node with paging", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?node=n1&limit=5", wantCode: 400, wantBody: []string{`parameter \"limit\": cannot be combined with \"node\"`}},
-		{name: "group out of range", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?group=9", wantCode: 400, wantBody: []string{`parameter \"group\": attempt 2 has 2 groups`}},
-		{name: "page", user: "alice", path: "/api/v1/namespaces/team-a/pods/web/explain?offset=1&limit=1", wantCode: 200, wantBody: []string{`"rows":[{"node":"n2"`, `"totalRows":3`}},
-		{name: "by uid", user: "bob", path: "/api/v1/pods/uid-db/explain", wantCode: 200, wantBody: []string{`"name":"db"`}},
-		{name: "by uid forbidden", user: "bob", path: "/api/v1/pods/uid-web/attempts", wantCode: 403},
-		{name: "by unknown uid", user: "bob", path: "/api/v1/pods/uid-nope/attempts", wantCode: 404},
-		{name: "bad uid", user: "bob", path: "/api/v1/pods/uid%20x/attempts", wantCode: 400, wantBody: []string{`parameter \"uid\"`}},
-		{name: "unknown endpoint", user: "bob", path: "/api/v1/nodes", wantCode: 404},
+		{name: "no credentials", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts", wantCode: 401, wantBody: []string{"Unauthorized"}},
+		{name: "forbidden", user: "bob", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts", wantCode: 403, wantBody: []string{`user \"bob\" cannot get pods \"web\" in namespace \"team-a\"`}},
+		{name: "attempts", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts", wantCode: 200, wantBody: []string{`"attempt":2`, `"attempt":1`, `"selectedNode":"n1"`}},
+		{name: "unknown pod", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/ghost/attempts", wantCode: 404, wantBody: []string{"no attempts recorded for pod team-b/ghost"}},
+		{name: "unknown pod, no permission", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/other/explain", wantCode: 403},
+		{name: "bad namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/Team_A/pods/web/attempts", wantCode: 400, wantBody: []string{`parameter \"namespace\"`}},
+		{name: "bad limit", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts?limit=0", wantCode: 400, wantBody: []string{`parameter \"limit\"`}},
+		{name: "unknown parameter", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts?limt=3", wantCode: 400, wantBody: []string{`parameter \"limt\": unknown parameter`}},
+		{name: "explain latest", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain", wantCode: 200, wantBody: []string{`"attempt":2`, `"chosen":true`, `"filterPlugins":["TaintToleration"]`}},
+		{name: "explain first attempt", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?attempt=1", wantCode: 200, wantBody: []string{`"attempt":1`, `"result":"unschedulable"`}},
+		{name: "explain unknown attempt", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?attempt=9", wantCode: 404, wantBody: []string{"no attempt 9"}},
+		{name: "why not node", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?node=tainted-node", wantCode: 200, wantBody: []string{"rejected at Filter by TaintToleration"}},
+		{name: "why not unknown node", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?node=n9", wantCode: 404, wantBody: []string{`node \"n9\" was not part of attempt 2`}},
+		{name: "node with paging", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?node=n1&limit=5", wantCode: 400, wantBody: []string{`parameter \"limit\": cannot be combined with \"node\"`}},
+		{name: "group out of range", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?group=9", wantCode: 400, wantBody: []string{`parameter \"group\": attempt 2 has 2 groups`}},
+		{name: "page", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?offset=1&limit=1", wantCode: 200, wantBody: []string{`"rows":[{"node":"n2"`, `"totalRows":3`}},
+		{name: "by uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-db/explain", wantCode: 200, wantBody: []string{`"name":"db"`}},
+		{name: "by uid forbidden", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-web/attempts", wantCode: 403},
+		{name: "by unknown uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-nope/attempts", wantCode: 404},
+		{name: "bad uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid%20x/attempts", wantCode: 400, wantBody: []string{`parameter \"uid\"`}},
+		{name: "unknown endpoint", user: "bob", path: "/apis/schedscope.io/v1alpha1/nodes", wantCode: 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +185,7 @@ func TestPodEndpoints(t *testing.T) {
 
 func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
 	e := newEnv(t, "alice get team-a/web")
-	if code, body := e.get(t, "alice", "/api/v1/namespaces/team-a/pods/web/explain"); code != 200 {
+	if code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain"); code != 200 {
 		t.Fatalf("status %d: %s", code, body)
 	}
 	if diff := cmp.Diff([]string{"alice get pods/team-a/web"}, e.authz.asked); diff != "" {
@@ -194,7 +194,7 @@ func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
 }
 
 func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
-	e := newEnv(t, "admin list */", "alice list team-a/", "admin get /api/v1/status")
+	e := newEnv(t, "admin list */", "alice list team-a/", "admin get /apis/schedscope.io/v1alpha1/status")
 	tests := []struct {
 		name     string
 		user     string
@@ -203,17 +203,17 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 		want     []string
 		wantNS   []string
 	}{
-		{name: "pending, cluster-wide", user: "admin", path: "/api/v1/pending", wantCode: 200, want: []string{"team-b/db"}},
-		{name: "pods, cluster-wide", user: "admin", path: "/api/v1/pods", wantCode: 200, want: []string{"team-b/db", "team-a/web"}},
-		{name: "pods, one namespace", user: "alice", path: "/api/v1/pods", wantCode: 200, want: []string{"team-a/web"}, wantNS: []string{"team-a"}},
-		{name: "pending, one namespace", user: "alice", path: "/api/v1/pending", wantCode: 200, wantNS: []string{"team-a"}},
-		{name: "pending, no namespace", user: "carol", path: "/api/v1/pending", wantCode: 200},
-		{name: "pending, anonymous", path: "/api/v1/pending", wantCode: 401},
-		{name: "pending of one namespace", user: "alice", path: "/api/v1/namespaces/team-a/pending", wantCode: 200, wantNS: []string{"team-a"}},
-		{name: "pods of one namespace", user: "admin", path: "/api/v1/namespaces/team-b/pods", wantCode: 200, want: []string{"team-b/db"}, wantNS: []string{"team-b"}},
-		{name: "pending of a namespace not allowed", user: "alice", path: "/api/v1/namespaces/team-b/pending", wantCode: 403},
-		{name: "pending of a bad namespace", user: "alice", path: "/api/v1/namespaces/Team_B/pending", wantCode: 400},
-		{name: "pending, bad limit", user: "admin", path: "/api/v1/pending?limit=x", wantCode: 400},
+		{name: "pending, cluster-wide", user: "admin", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200, want: []string{"team-b/db"}},
+		{name: "pods, cluster-wide", user: "admin", path: "/apis/schedscope.io/v1alpha1/pods", wantCode: 200, want: []string{"team-b/db", "team-a/web"}},
+		{name: "pods, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/pods", wantCode: 200, want: []string{"team-a/web"}, wantNS: []string{"team-a"}},
+		{name: "pending, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200, wantNS: []string{"team-a"}},
+		{name: "pending, no namespace", user: "carol", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200},
+		{name: "pending, anonymous", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 401},
+		{name: "pending of one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pending", wantCode: 200, wantNS: []string{"team-a"}},
+		{name: "pods of one namespace", user: "admin", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pods", wantCode: 200, want: []string{"team-b/db"}, wantNS: []string{"team-b"}},
+		{name: "pending of a namespace not allowed", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pending", wantCode: 403},
+		{name: "pending of a bad namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/Team_B/pending", wantCode: 400},
+		{name: "pending, bad limit", user: "admin", path: "/apis/schedscope.io/v1alpha1/pending?limit=x", wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,7 +235,7 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("pods (-want +got):\n%s", diff)
 			}
-			if want := tt.user != "admin" && !strings.HasPrefix(tt.path, "/api/v1/namespaces/"); list.Restricted != want {
+			if want := tt.user != "admin" && !strings.HasPrefix(tt.path, "/apis/schedscope.io/v1alpha1/namespaces/"); list.Restricted != want {
 				t.Errorf("restricted %v, want %v", list.Restricted, want)
 			}
 			if diff := cmp.Diff(tt.wantNS, list.Namespaces); diff != "" {
@@ -256,31 +256,31 @@ func TestRejectionsEndpoint(t *testing.T) {
 		wantBody string
 	}{
 		{
-			name: "by plugin", user: "admin", path: "/api/v1/rejections?by=plugin&since=1h", wantCode: 200,
+			name: "by plugin", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=1h", wantCode: 200,
 			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}},
 		},
 		{
-			name: "by node, one namespace", user: "alice", path: "/api/v1/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
+			name: "by node, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
 			want: []store.RejectionCount{{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"NodeAffinity": 1}}},
 		},
 		{
-			name: "window excludes", user: "admin", path: "/api/v1/rejections?by=plugin&since=10s", wantCode: 200,
+			name: "window excludes", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=10s", wantCode: 200,
 			want: []store.RejectionCount{},
 		},
 		{
-			name: "series", user: "admin", path: "/api/v1/rejections?by=plugin&since=2026-01-02T03:04:04Z&until=2026-01-02T03:04:08Z&step=2s&limit=1", wantCode: 200,
+			name: "series", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2026-01-02T03:04:04Z&until=2026-01-02T03:04:08Z&step=2s&limit=1", wantCode: 200,
 			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3, Series: []store.RejectionBucket{
 				{Start: recordtest.Base.Add(-time.Second)},
 				{Start: recordtest.Base.Add(time.Second), Attempts: 1, Nodes: 3},
 			}}},
 		},
-		{name: "too many buckets", user: "admin", path: "/api/v1/rejections?by=plugin&since=2h&step=1s", wantCode: 400, wantBody: `parameter \"step\": makes 7200 buckets`},
-		{name: "bad step", user: "admin", path: "/api/v1/rejections?by=plugin&step=0s", wantCode: 400, wantBody: `parameter \"step\"`},
-		{name: "missing by", user: "admin", path: "/api/v1/rejections", wantCode: 400, wantBody: `parameter \"by\": required`},
-		{name: "bad by", user: "admin", path: "/api/v1/rejections?by=pod", wantCode: 400, wantBody: `parameter \"by\"`},
-		{name: "bad since", user: "admin", path: "/api/v1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
-		{name: "since after until", user: "admin", path: "/api/v1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
-		{name: "no credentials", path: "/api/v1/rejections?by=node", wantCode: 401},
+		{name: "too many buckets", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2h&step=1s", wantCode: 400, wantBody: `parameter \"step\": makes 7200 buckets`},
+		{name: "bad step", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&step=0s", wantCode: 400, wantBody: `parameter \"step\"`},
+		{name: "missing by", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections", wantCode: 400, wantBody: `parameter \"by\": required`},
+		{name: "bad by", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=pod", wantCode: 400, wantBody: `parameter \"by\"`},
+		{name: "bad since", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
+		{name: "since after until", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
+		{name: "no credentials", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 401},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,11 +306,11 @@ func TestRejectionsEndpoint(t *testing.T) {
 }
 
 func TestStatusEndpoint(t *testing.T) {
-	e := newEnv(t, "admin get /api/v1/status")
-	if code, _ := e.get(t, "alice", "/api/v1/status"); code != 403 {
+	e := newEnv(t, "admin get /apis/schedscope.io/v1alpha1/status")
+	if code, _ := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/status"); code != 403 {
 		t.Errorf("status %d for a caller without the path permission, want 403", code)
 	}
-	code, body := e.get(t, "admin", "/api/v1/status")
+	code, body := e.get(t, "admin", "/apis/schedscope.io/v1alpha1/status")
 	if code != 200 {
 		t.Fatalf("status %d: %s", code, body)
 	}
@@ -337,7 +337,7 @@ func TestAuthorizerFailureIsNotAnEmptyAnswer(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	e := &env{srv: srv}
-	for _, path := range []string{"/api/v1/pending", "/api/v1/namespaces/a/pods/b/explain", "/api/v1/rejections?by=plugin"} {
+	for _, path := range []string{"/apis/schedscope.io/v1alpha1/pending", "/apis/schedscope.io/v1alpha1/namespaces/a/pods/b/explain", "/apis/schedscope.io/v1alpha1/rejections?by=plugin"} {
 		if code, body := e.get(t, "alice", path); code != http.StatusInternalServerError {
 			t.Errorf("%s: status %d, want 500 when the authorizer fails; body %s", path, code, body)
 		}
@@ -372,9 +372,9 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 	defer srv.Close()
 	e := &env{srv: srv}
 	for path, want := range map[string][]string{
-		"/api/v1/pending":         {"a/waiting"},
-		"/api/v1/pending?limit=1": {"a/waiting"},
-		"/api/v1/pods":            {"a/waiting", "a/deleted"},
+		"/apis/schedscope.io/v1alpha1/pending":         {"a/waiting"},
+		"/apis/schedscope.io/v1alpha1/pending?limit=1": {"a/waiting"},
+		"/apis/schedscope.io/v1alpha1/pods":            {"a/waiting", "a/deleted"},
 	} {
 		code, body := e.get(t, "alice", path)
 		if code != 200 {

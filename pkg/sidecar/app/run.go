@@ -136,6 +136,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}))
 	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), authn.Authenticator, authz.Authorizer))
 	mux.Handle(api.Prefix, apiHandler)
+	api.RegisterDiscovery(mux)
 	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
 
 	probeClient, err := o.probeClient()

@@ -156,7 +156,7 @@ current-context: x
 	var code int
 	var body string
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-		code, body = get("alice-token", "/api/v1/namespaces/shop/pods/web/explain?node=tainted-node")
+		code, body = get("alice-token", "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/web/explain?node=tainted-node")
 		return code == http.StatusOK, nil
 	})
 	if err != nil {
@@ -173,9 +173,9 @@ current-context: x
 	}{
 		{name: "health needs nothing", path: "/healthz", wantCode: 200, wantBody: "ok"},
 		{name: "the page needs nothing", path: "/", wantCode: 200, wantBody: "<title>schedscope</title>"},
-		{name: "another pod is forbidden", token: "alice-token", path: "/api/v1/namespaces/shop/pods/db/explain", wantCode: 403},
-		{name: "anonymous is unauthorized", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 401},
-		{name: "an unknown token is refused", token: "mallory-token", path: "/api/v1/namespaces/shop/pods/web/explain", wantCode: 401},
+		{name: "another pod is forbidden", token: "alice-token", path: "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/db/explain", wantCode: 403},
+		{name: "anonymous is unauthorized", path: "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/web/explain", wantCode: 401},
+		{name: "an unknown token is refused", token: "mallory-token", path: "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/web/explain", wantCode: 401},
 		{name: "metrics with the path permission", token: "alice-token", path: "/metrics", wantCode: 200, wantBody: "schedscope_follower_records_received_total 2"},
 		{name: "metrics anonymous", path: "/metrics", wantCode: 401},
 	}

@@ -269,6 +269,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--service-cluster-ip-range", "10.0.0.0/24",
 	}
+	frontProxy, err := frontProxyArgs(cp.Dir)
+	if err != nil {
+		return err
+	}
+	cp.apiArgs = append(cp.apiArgs, frontProxy...)
 	cp.APIServer, err = Start(cp.Dir, "kube-apiserver", "kube-apiserver", cp.apiArgs...)
 	if err != nil {
 		return err

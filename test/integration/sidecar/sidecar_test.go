@@ -147,7 +147,7 @@ type explanation struct {
 func waitForExplanation(t *testing.T, ns, name, result string) explanation {
 	t.Helper()
 	var e explanation
-	url := fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+	url := fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		code, body, err := cluster.GetAs(url, cp.Config.BearerToken)
 		if err != nil || code != http.StatusOK {
@@ -195,10 +195,6 @@ func TestExplainScenarios(t *testing.T) {
 		t.Errorf("huge on ex-big: %s by %q, want rejected by NodeResourcesFit", v, p)
 	}
 
-	plugin, err := cluster.Binary("kubectl-schedscope")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		pod      string
 		wantCode int
@@ -207,16 +203,7 @@ func TestExplainScenarios(t *testing.T) {
 		{"web", 0, []string{"ex-big", "ex-tainted", "TaintToleration"}},
 		{"huge", 3, []string{"ex-big", "NodeResourcesFit", "Insufficient cpu"}},
 	} {
-		cmd := exec.Command(plugin, "explain", "pod/"+tt.pod, "-n", "explain", "--server", sidecarURL, "--insecure-skip-tls-verify")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		code, out := runPlugin(t, cp.Kubeconfig, "explain", "pod/"+tt.pod, "-n", "explain", "--server", sidecarURL, "--insecure-skip-tls-verify")
 		if code != tt.wantCode {
 			t.Errorf("kubectl schedscope explain pod/%s exited %d, want %d:\n%s", tt.pod, code, tt.wantCode, out)
 		}
@@ -229,34 +216,42 @@ func TestExplainScenarios(t *testing.T) {
 	}
 }
 
+// runPlugin runs kubectl-schedscope with kubeconfig and returns its exit
+// code and combined output.
+func runPlugin(t *testing.T, kubeconfig string, args ...string) (int, string) {
+	t.Helper()
+	plugin, err := cluster.Binary("kubectl-schedscope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(plugin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode(), string(out)
+	case err != nil:
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
 // TestAuthorization grants user viewer get on pods in namespace team-a
 // only: the viewer gets team-a's explanation, 403 for team-b's, and no or a
 // bad token gets 401.
 func TestAuthorization(t *testing.T) {
-	ctx := context.Background()
 	createNamespace(t, "team-a")
 	createNamespace(t, "team-b")
 	createNode(t, "auth-node", "8")
-	if _, err := cp.Client.RbacV1().Roles("team-a").Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client.RbacV1().RoleBindings("team-a").Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	grantPodReader(t, "team-a")
 	createPod(t, "team-a", "mine", "100m")
 	createPod(t, "team-b", "theirs", "100m")
 	waitForExplanation(t, "team-a", "mine", "scheduled")
 	waitForExplanation(t, "team-b", "theirs", "scheduled")
 
 	explain := func(ns, name string) string {
-		return fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+		return fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
 	}
 	for _, tt := range []struct {
 		name, url, token string
@@ -264,7 +259,7 @@ func TestAuthorization(t *testing.T) {
 	}{
 		{"own namespace", explain("team-a", "mine"), cluster.ViewerToken, http.StatusOK},
 		{"other namespace", explain("team-b", "theirs"), cluster.ViewerToken, http.StatusForbidden},
-		{"other namespace, attempts", fmt.Sprintf("%s/api/v1/namespaces/team-b/pods/theirs/attempts", sidecarURL), cluster.ViewerToken, http.StatusForbidden},
+		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecarURL), cluster.ViewerToken, http.StatusForbidden},
 		{"no token", explain("team-a", "mine"), "", http.StatusUnauthorized},
 		{"bad token", explain("team-a", "mine"), "not-a-token", http.StatusUnauthorized},
 	} {
@@ -283,12 +278,31 @@ func TestAuthorization(t *testing.T) {
 		})
 	}
 	// The viewer's pending list holds only team-a.
-	code, body, err := cluster.GetAs(sidecarURL+"/api/v1/pods", cluster.ViewerToken)
+	code, body, err := cluster.GetAs(sidecarURL+"/apis/schedscope.io/v1alpha1/pods", cluster.ViewerToken)
 	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET /api/v1/pods as viewer: %d %v %s", code, err, body)
+		t.Fatalf("GET /apis/schedscope.io/v1alpha1/pods as viewer: %d %v %s", code, err, body)
 	}
 	if strings.Contains(string(body), "team-b") {
 		t.Errorf("the viewer's pod list shows team-b: %s", body)
+	}
+}
+
+// grantPodReader lets user viewer get and list pods in namespace ns.
+func grantPodReader(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cp.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -325,7 +339,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	for i := range 5 {
 		waitForExplanation(t, "restart", fmt.Sprintf("during-%d", i), "scheduled")
 	}
-	code, body, err := cluster.GetAs(sidecarURL+"/api/v1/status", cp.Config.BearerToken)
+	code, body, err := cluster.GetAs(sidecarURL+"/apis/schedscope.io/v1alpha1/status", cp.Config.BearerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("status: %d %v", code, err)
 	}

@@ -93,8 +93,8 @@ function rejectionTable(list, label) {
 
 async function renderHome(main) {
   const [pending, recent, byPlugin, byNode] = await Promise.all([
-    api('api/v1/pending?limit=200'), api('api/v1/pods?limit=100'),
-    api('api/v1/rejections?by=plugin&since=1h&limit=10'), api('api/v1/rejections?by=node&since=1h&limit=10')]);
+    api('apis/schedscope.io/v1alpha1/pending?limit=200'), api('apis/schedscope.io/v1alpha1/pods?limit=100'),
+    api('apis/schedscope.io/v1alpha1/rejections?by=plugin&since=1h&limit=10'), api('apis/schedscope.io/v1alpha1/rejections?by=node&since=1h&limit=10')]);
   fill(main,
     el('h2', { text: 'Pending pods' }),
     pending.restricted ? el('p', { class: 'muted', text: 'Only namespaces you may list pods in: ' + (pending.namespaces || []).join(', ') }) : null,
@@ -228,7 +228,7 @@ function whyForm(state) {
 }
 
 function podBase(state) {
-  return 'api/v1/namespaces/' + encodeURIComponent(state.ns) + '/pods/' + encodeURIComponent(state.name);
+  return 'apis/schedscope.io/v1alpha1/namespaces/' + encodeURIComponent(state.ns) + '/pods/' + encodeURIComponent(state.name);
 }
 
 async function renderPod(main, state) {

@@ -1,0 +1,162 @@
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/test/integration/cluster"
+)
+
+// TestAggregatedAPI registers the sidecar as the APIService
+// v1alpha1.schedscope.io and explains pods through the kube-apiserver, as
+// kubectl schedscope does by default. The apiserver passes the caller's
+// identity on, so the sidecar's own per-namespace check applies: user
+// viewer, allowed the API group cluster-wide (as the manifests'
+// schedscope:explain-reader role allows) but core pods only in agg-a, gets
+// agg-a's explanation and the sidecar's 403 for agg-b's.
+func TestAggregatedAPI(t *testing.T) {
+	ctx := context.Background()
+	registerAPIService(t)
+	createNamespace(t, "agg-a")
+	createNamespace(t, "agg-b")
+	createNode(t, "agg-node", "8")
+	grantAPIGroup(t)
+	grantPodReader(t, "agg-a")
+	createPod(t, "agg-a", "mine", "100m")
+	createPod(t, "agg-b", "theirs", "100m")
+	createPod(t, "agg-a", "too-big", "64")
+	waitForExplanation(t, "agg-a", "mine", "scheduled")
+	waitForExplanation(t, "agg-b", "theirs", "scheduled")
+	waitForExplanation(t, "agg-a", "too-big", "unschedulable")
+
+	viewer := filepath.Join(dir, "viewer.kubeconfig")
+	if err := cluster.WriteKubeconfig(viewer, cp.Config.Host, cluster.ViewerToken); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name       string
+		kubeconfig string
+		args       []string
+		wantCode   int
+		want       []string
+	}{
+		{"own pod", viewer, []string{"explain", "pod/mine", "-n", "agg-a"}, 0, []string{"agg-node", "chosen"}},
+		{"own unschedulable pod", viewer, []string{"explain", "pod/too-big", "-n", "agg-a"}, 3, []string{"agg-node", "NodeResourcesFit", "Insufficient cpu"}},
+		{"own pending list", viewer, []string{"pending", "-n", "agg-a"}, 0, []string{"too-big", "NodeResourcesFit"}},
+		// The sidecar, not the apiserver, refuses: it was told the caller is viewer.
+		{"other namespace", viewer, []string{"explain", "pod/theirs", "-n", "agg-b"}, 1, []string{"403", `user "viewer" cannot get pods "theirs" in namespace "agg-b"`}},
+		{"admin, other namespace", cp.Kubeconfig, []string{"explain", "pod/theirs", "-n", "agg-b"}, 0, []string{"agg-node", "chosen"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := runPlugin(t, tt.kubeconfig, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("kubectl schedscope %s exited %d, want %d:\n%s", strings.Join(tt.args, " "), code, tt.wantCode, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("kubectl schedscope %s output lacks %q:\n%s", strings.Join(tt.args, " "), w, out)
+				}
+			}
+			if code == 1 && strings.Contains(out, "agg-node") {
+				t.Errorf("a refusal leaks the pod's explanation:\n%s", out)
+			}
+		})
+	}
+
+	// Without rights to the API group the apiserver refuses before proxying.
+	if err := cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "agg-viewer", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, body, err := cluster.GetAs(cp.Config.Host+api.Prefix+"namespaces/agg-a/pods/mine/explain", cluster.ViewerToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusForbidden || !strings.Contains(string(body), `"kind":"Status"`) || !strings.Contains(string(body), "schedscope.io") {
+		t.Errorf("without the API group role: %d %s, want the apiserver's 403", code, body)
+	}
+}
+
+// registerAPIService makes the kube-apiserver serve the sidecar's API group
+// by proxying to the sidecar: an ExternalName service naming localhost (the
+// test has no cluster network or endpoints controller), and the APIService,
+// then waits until the aggregator reports it available.
+func registerAPIService(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	createNamespace(t, "schedscope")
+	port, err := strconv.Atoi(sidecarURL[strings.LastIndex(sidecarURL, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().Services("schedscope").Create(ctx, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "schedscope-sidecar"},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "localhost"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := aggregator.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := api.Version + "." + api.Group
+	if _, err := client.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: apiregistrationv1.APIServiceSpec{
+			Group: api.Group, Version: api.Version,
+			Service:               &apiregistrationv1.ServiceReference{Namespace: "schedscope", Name: "schedscope-sidecar", Port: ptr.To(int32(port))},
+			InsecureSkipTLSVerify: true, GroupPriorityMinimum: 100, VersionPriority: 100,
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.ApiregistrationV1().APIServices().Delete(ctx, name, metav1.DeleteOptions{}) })
+	var last *apiregistrationv1.APIService
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if last, err = client.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, c := range last.Status.Conditions {
+			if c.Type == apiregistrationv1.Available {
+				return c.Status == apiregistrationv1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("APIService %s never became available: %v; status %+v", name, err, last.Status)
+	}
+}
+
+// grantAPIGroup lets user viewer use the API group through the
+// kube-apiserver, in every namespace.
+func grantAPIGroup(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg-explain-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{api.Group},
+			Resources: []string{"pods", "pods/attempts", "pods/explain", "pending", "rejections"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg-viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "agg-explain-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
