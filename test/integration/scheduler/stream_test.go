@@ -2,17 +2,14 @@ package scheduler
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/testutil"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -36,22 +33,11 @@ func startDedicatedScheduler(t *testing.T, profile string, flags ...string) *clu
 // scrape returns a gatherer over what url serves now.
 func scrape(t *testing.T, url string) prometheus.Gatherer {
 	t.Helper()
-	body, err := cluster.GetWithToken(url)
+	g, _, err := cluster.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	families, err := testutil.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing %s: %v", url, err)
-	}
-	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		out := make([]*dto.MetricFamily, 0, len(families))
-		for _, f := range families {
-			out = append(out, f)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-		return out, nil
-	})
+	return g
 }
 
 func TestRecordStream(t *testing.T) {

@@ -79,25 +79,38 @@ func startSidecar() error {
 		}
 		sidecarURL = "https://127.0.0.1:" + strconv.Itoa(port)
 	}
-	port := sidecarURL[strings.LastIndex(sidecarURL, ":")+1:]
 	var err error
-	sidecar, err = cluster.Start(dir, "schedscope-sidecar", "schedscope-sidecar",
-		"--stream-url", sched.StreamURL,
+	sidecar, err = startSidecarProcess(dir, cp, sched, sidecarURL[strings.LastIndex(sidecarURL, ":")+1:])
+	return err
+}
+
+// startSidecarProcess starts a sidecar in dir following s, with its
+// informers on cp, on port, and waits until it is healthy.
+func startSidecarProcess(dir string, cp *cluster.ControlPlane, s *cluster.Scheduler, port string, extra ...string) (*cluster.Process, error) {
+	args := append([]string{
+		"--stream-url", s.StreamURL,
 		"--db-path", filepath.Join(dir, "records.db"),
 		"--bind-address", "127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "sidecar-certs"),
 		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
-		"--scheduler-health-url", sched.HealthURL,
-		"--scheduler-ready-url", strings.TrimSuffix(sched.HealthURL, "/healthz")+"/readyz")
+		"--scheduler-health-url", s.HealthURL,
+		"--scheduler-ready-url", strings.TrimSuffix(s.HealthURL, "/healthz") + "/readyz",
+	}, extra...)
+	p, err := cluster.Start(dir, "schedscope-sidecar", "schedscope-sidecar", args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		if sidecar.Exited() {
-			return false, fmt.Errorf("sidecar exited:\n%s", sidecar.Tail())
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("sidecar exited:\n%s", p.Tail())
 		}
-		code, _, err := cluster.GetAs(sidecarURL+"/healthz", "")
+		code, _, err := cluster.GetAs("https://127.0.0.1:"+port+"/healthz", "")
 		return err == nil && code == http.StatusOK, nil
 	})
+	if err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
 }
 
 func createNode(t *testing.T, name, cpu string, taints ...v1.Taint) {

@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// Scrape GETs a /metrics endpoint with the admin token and returns a
+// gatherer over what it served, for testutil.GatherAndCompare, and the
+// parsed families by name.
+func Scrape(url string) (prometheus.Gatherer, map[string]*dto.MetricFamily, error) {
+	body, err := GetWithToken(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	families, err := testutil.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing %s: %w", url, err)
+	}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		out := make([]*dto.MetricFamily, 0, len(families))
+		for _, f := range families {
+			out = append(out, f)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+		return out, nil
+	}), families, nil
+}
+
+// Sum adds the values of a counter or gauge family over the series whose
+// labels include every name=value pair of match.
+func Sum(f *dto.MetricFamily, match map[string]string) float64 {
+	var total float64
+	for _, m := range f.GetMetric() {
+		if !hasLabels(m, match) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			total += m.GetGauge().GetValue()
+		case m.Untyped != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	return total
+}
+
+func hasLabels(m *dto.Metric, match map[string]string) bool {
+	found := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := match[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			found++
+		}
+	}
+	return found == len(match)
+}
