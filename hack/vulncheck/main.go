@@ -118,7 +118,10 @@ func read(r io.Reader) (called map[string]finding, notCalled map[string]bool, su
 			notCalled[f.OSV] = true
 			continue
 		}
-		if _, ok := called[f.OSV]; !ok {
+		// Keep one example per vulnerability, the same on every run: the
+		// shortest trace, then the first by its caller.
+		if prev, ok := called[f.OSV]; !ok || len(f.Trace) < len(prev.Trace) ||
+			len(f.Trace) == len(prev.Trace) && caller(f.Trace) < caller(prev.Trace) {
 			called[f.OSV] = *f
 		}
 	}
