@@ -9,6 +9,14 @@ VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
 TEST_FLAGS ?=
+# `make test` runs the unit and integration tests under the race detector;
+# `make test RACE=` runs them without. The bench targets never use it.
+RACE ?= -race
+# Fuzz targets `make fuzz` runs, as package:target, each for FUZZTIME.
+FUZZ_TARGETS := ./pkg/sidecar/follow:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams ./pkg/plugins/observe:FuzzWrapProfiles
+FUZZTIME ?= 60s
+# The local Go vulnerability database `make vulncheck` builds from golang.org/x/vulndb.
+VULNDB := $(CURDIR)/_output/vulndb
 # The scheduler_perf harness starts etcd from PATH.
 export PATH := $(BIN):$(PATH)
 BENCH_OUT := $(CURDIR)/_output/bench
@@ -41,20 +49,38 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 
 .PHONY: test
 test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
-	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/reliability/)
+	$(GO) test $(RACE) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/reliability/)
 	$(MAKE) bench-smoke
 
 .PHONY: test-reliability
-test-reliability: build ## Run the long reliability tests (scale, long fuzzing) on real components.
+test-reliability: build ## Run the long reliability tests (scale, long fuzzing) on real components, then each fuzz target.
 	$(GO) test $(TEST_FLAGS) -timeout 60m ./test/reliability/...
+	$(MAKE) fuzz
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (60s); a crasher lands in the package's testdata/fuzz.
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
+
+.PHONY: vulncheck
+vulncheck: ## Build govulncheck and a local vulnerability database (tools/vuln), and check the main module against it.
+	@mkdir -p $(BIN) $(CURDIR)/_output
+	cd tools/vuln && $(GO) build -o $(BIN)/govulncheck golang.org/x/vuln/cmd/govulncheck
+	cd tools/vuln && $(GO) build -o $(BIN)/vulndb-index golang.org/x/vulndb/cmd/indexdb
+	rm -rf $(VULNDB)
+	cd tools/vuln && $(GO) mod download golang.org/x/vulndb && \
+		$(BIN)/vulndb-index -vulns "$$($(GO) list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv" -out $(VULNDB)
+	$(BIN)/govulncheck -db file://$(VULNDB) -format json ./... > $(CURDIR)/_output/govulncheck.json
+	$(GO) run ./hack/vulncheck -accept hack/vulncheck/accepted.txt < $(CURDIR)/_output/govulncheck.json
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only.
-	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
+	$(GO) test $(RACE) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
 test-integration: build build-tools ## Run the integration and end-to-end tests only.
-	$(GO) test $(TEST_FLAGS) ./test/...
+	$(GO) test $(RACE) $(TEST_FLAGS) ./test/...
 
 .PHONY: bench-smoke
 bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
@@ -75,6 +101,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered m
 	$(GO) mod tidy -diff
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
+	cd tools/vuln && $(GO) mod tidy -diff
 	@$(GO) run ./hack/wrappergen -out /tmp/zz_generated.wrappers.go.new ./... && \
 		diff -u pkg/plugins/observe/zz_generated.wrappers.go /tmp/zz_generated.wrappers.go.new || { echo "wrappers out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify

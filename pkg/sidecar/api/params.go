@@ -149,8 +149,8 @@ func ParseExplainParams(q url.Values) (ExplainParams, error) {
 
 // ParseRejectionParams parses the parameters of the rejections endpoint.
 // since and until are durations before now ("1h") or RFC 3339 times;
-// since defaults to one hour before now. step (a duration) adds a time
-// series of the window in buckets of step.
+// since defaults to one hour before now and must not be after now. step
+// (a duration) adds a time series of the window in buckets of step.
 func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, error) {
 	rq := store.RejectionQuery{}
 	if err := checkKnown(q, ParamBy, ParamSince, ParamUntil, ParamStep, ParamLimit); err != nil {
@@ -167,6 +167,9 @@ func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, er
 	var err error
 	if rq.Since, err = timeParam(q, ParamSince, now, now.Add(-time.Hour)); err != nil {
 		return rq, err
+	}
+	if rq.Since.After(now) {
+		return rq, paramErr(ParamSince, q.Get(ParamSince), "%s is in the future", rq.Since.Format(time.RFC3339))
 	}
 	if rq.Until, err = timeParam(q, ParamUntil, now, time.Time{}); err != nil {
 		return rq, err

@@ -66,7 +66,13 @@ func TestInvalidConfiguration(t *testing.T) {
 			name:   "remote record stream",
 			config: header,
 			flags:  []string{"--record-stream-address=0.0.0.0:10262"},
-			want:   []string{"--record-stream-address", "not a loopback address"},
+			want:   []string{"--record-stream-address", "not a loopback address", "--record-stream-allow-remote"},
+		},
+		{
+			name:   "remote record stream on every interface",
+			config: header,
+			flags:  []string{"--record-stream-address=[::]:10262"},
+			want:   []string{"--record-stream-address", "not a loopback address", "--record-stream-allow-remote"},
 		},
 	}
 	for _, tt := range tests {

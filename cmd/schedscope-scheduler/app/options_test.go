@@ -1,0 +1,78 @@
+package app
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestRecordStreamIsLoopbackByDefault checks the default of
+// --record-stream-address, as the flag parses it with no arguments.
+func TestRecordStreamIsLoopbackByDefault(t *testing.T) {
+	o := NewRecordOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	host, _, err := net.SplitHostPort(o.BindAddress)
+	if err != nil {
+		t.Fatalf("default --record-stream-address %q: %v", o.BindAddress, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Errorf("default --record-stream-address %q is not a loopback address", o.BindAddress)
+	}
+	if o.AllowRemote {
+		t.Error("--record-stream-allow-remote is on by default")
+	}
+	if errs := o.Validate(); len(errs) != 0 {
+		t.Errorf("defaults do not validate: %v", errs)
+	}
+}
+
+// TestRecordStreamRemoteNeedsFlag checks that a non-loopback record stream
+// address is refused, with a message naming --record-stream-allow-remote,
+// unless that flag is set.
+func TestRecordStreamRemoteNeedsFlag(t *testing.T) {
+	for _, tt := range []struct {
+		addr   string
+		remote bool
+	}{
+		{"127.0.0.1:10262", false},
+		{"127.1.2.3:10262", false},
+		{"[::1]:10262", false},
+		{"localhost:10262", false},
+		{":10262", true},
+		{"0.0.0.0:10262", true},
+		{"[::]:10262", true},
+		{"10.0.0.1:10262", true},
+		{"192.168.1.10:10262", true},
+		{"[fe80::1]:10262", true},
+		{"scheduler.example:10262", true},
+	} {
+		for _, allow := range []bool{false, true} {
+			o := NewRecordOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			args := []string{"--record-stream-address=" + tt.addr}
+			if allow {
+				args = append(args, "--record-stream-allow-remote")
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			errs := o.Validate()
+			if !tt.remote || allow {
+				if len(errs) != 0 {
+					t.Errorf("%v: unexpected errors %v", args, errs)
+				}
+				continue
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "--record-stream-allow-remote") || !strings.Contains(errs[0].Error(), "not a loopback address") {
+				t.Errorf("%v: want one error saying the address is not loopback and naming --record-stream-allow-remote, got %v", args, errs)
+			}
+		}
+	}
+}
