@@ -49,13 +49,8 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 
 .PHONY: test
 test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
-	$(GO) test $(RACE) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/reliability/)
+	$(GO) test $(RACE) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
-
-.PHONY: test-reliability
-test-reliability: build ## Run the long reliability tests (scale, long fuzzing) on real components, then each fuzz target.
-	$(GO) test $(TEST_FLAGS) -timeout 60m ./test/reliability/...
-	$(MAKE) fuzz
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (60s); a crasher lands in the package's testdata/fuzz.
