@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,37 @@ func TestCollectorDown(t *testing.T) {
 	defer cancel()
 	if err := tr.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// TestNewBoundsAttributeLength gives an attempt a message far longer than
+// any span should carry: every exported string attribute stays within
+// MaxAttributeLength.
+func TestNewBoundsAttributeLength(t *testing.T) {
+	ctx := context.Background()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := tracing.New(ctx, &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To[int32](1000000)}, tracing.Options{Exporter: exp})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer func() { _ = tr.Shutdown(ctx) }()
+	rec := unschedulableRecord("huge", "uid-huge")
+	rec.Message = strings.Repeat("node(s) had untolerated taint {x: y}. ", 10000)
+	if id := tr.Trace(podOf(rec, nil), rec); id == "" {
+		t.Fatal("attempt not sampled at 100%")
+	}
+	if err := tr.ForceFlush(ctx); err != nil {
+		t.Fatalf("ForceFlush: %v", err)
+	}
+	var longest int
+	for _, s := range exp.GetSpans() {
+		for _, kv := range s.Attributes {
+			if kv.Value.Type() == attribute.STRING {
+				longest = max(longest, len(kv.Value.AsString()))
+			}
+		}
+	}
+	if longest != tracing.MaxAttributeLength {
+		t.Errorf("longest string attribute is %d bytes, want it cut to %d", longest, tracing.MaxAttributeLength)
 	}
 }

@@ -44,6 +44,10 @@ const (
 	batchSize     = 512
 	batchTimeout  = time.Second
 	exportTimeout = 10 * time.Second
+	// MaxAttributeLength bounds each string attribute value, in bytes: pod
+	// data and plugin messages reach spans, and a span must stay small
+	// whatever a pod carries. The full text is in the record.
+	MaxAttributeLength = 4096
 )
 
 // Options tune a Tracer. The zero value gives the defaults.
@@ -138,7 +142,10 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 		}
 		logger := klog.LoggerWithName(klog.FromContext(ctx), "tracing")
 		t.queue = newQueueProcessor(logger, exporter, opts.QueueSize, batchSize, batchTimeout, exportTimeout)
+		limits := sdktrace.NewSpanLimits()
+		limits.AttributeValueLengthLimit = MaxAttributeLength
 		t.provider = sdktrace.NewTracerProvider(
+			sdktrace.WithRawSpanLimits(limits),
 			sdktrace.WithSampler(NewSampler(cfg.SamplingRatePerMillion, opts.SlowThreshold)),
 			sdktrace.WithSpanProcessor(t.queue),
 			sdktrace.WithResource(res),
