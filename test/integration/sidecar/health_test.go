@@ -79,16 +79,12 @@ func TestClusterHealthMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hsched.Stop()
-	port, err := cluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hsidecar, err := startSidecarProcess(hdir, hcp, hsched, fmt.Sprint(port), "--cluster-health=true")
+	hsidecar, err := hcp.StartSidecar(ctx, "schedscope-sidecar", hsched, "--cluster-health=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hsidecar.Stop()
-	metricsURL := fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	metricsURL := hsidecar.URL + "/metrics"
 	client := hcp.Client
 
 	for _, n := range healthNodes {

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +28,7 @@ const profile = "schedscope"
 var (
 	cp      *cluster.ControlPlane
 	sched   *cluster.Scheduler
-	sidecar *cluster.Process
+	sidecar *cluster.Sidecar
 	// sidecarURL is the sidecar's https base URL.
 	sidecarURL string
 	dir        string
@@ -56,11 +54,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer sched.Stop()
-	if err := startSidecar(); err != nil {
+	if sidecar, err = cp.StartSidecar(ctx, "schedscope-sidecar", sched); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { sidecar.Stop() }()
+	sidecarURL = sidecar.URL
+	defer sidecar.Stop()
 	code := m.Run()
 	if code == 0 {
 		os.RemoveAll(dir)
@@ -68,49 +67,6 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "logs kept in %s\n", dir)
 	}
 	return code
-}
-
-// startSidecar starts (or restarts, on the same database and port) the sidecar.
-func startSidecar() error {
-	if sidecarURL == "" {
-		port, err := cluster.FreePort()
-		if err != nil {
-			return err
-		}
-		sidecarURL = "https://127.0.0.1:" + strconv.Itoa(port)
-	}
-	var err error
-	sidecar, err = startSidecarProcess(dir, cp, sched, sidecarURL[strings.LastIndex(sidecarURL, ":")+1:])
-	return err
-}
-
-// startSidecarProcess starts a sidecar in dir following s, with its
-// informers on cp, on port, and waits until it is healthy.
-func startSidecarProcess(dir string, cp *cluster.ControlPlane, s *cluster.Scheduler, port string, extra ...string) (*cluster.Process, error) {
-	args := append([]string{
-		"--stream-url", s.StreamURL,
-		"--db-path", filepath.Join(dir, "records.db"),
-		"--bind-address", "127.0.0.1", "--secure-port", port, "--cert-dir", filepath.Join(dir, "sidecar-certs"),
-		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
-		"--scheduler-health-url", s.HealthURL,
-		"--scheduler-ready-url", strings.TrimSuffix(s.HealthURL, "/healthz") + "/readyz",
-	}, extra...)
-	p, err := cluster.Start(dir, "schedscope-sidecar", "schedscope-sidecar", args...)
-	if err != nil {
-		return nil, err
-	}
-	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		if p.Exited() {
-			return false, fmt.Errorf("sidecar exited:\n%s", p.Tail())
-		}
-		code, _, err := cluster.GetAs("https://127.0.0.1:"+port+"/healthz", "")
-		return err == nil && code == http.StatusOK, nil
-	})
-	if err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return p, nil
 }
 
 func createNode(t *testing.T, name, cpu string, taints ...v1.Taint) {
@@ -345,7 +301,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := startSidecar(); err != nil {
+	if err := sidecar.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	waitForExplanation(t, "restart", "before", "scheduled")
