@@ -30,9 +30,12 @@ var leaderElection = []string{
 // finds the stream of a replica that is not leading: empty.
 func TestLeaderKilled(t *testing.T) {
 	const (
-		pods      = 1000
-		killAfter = 300 // records of the first leader
-		ns        = "leader"
+		pods = 1000
+		// beforeKill pods are created before the leader dies, the rest
+		// after: the new leader has work whatever the first one got done.
+		beforeKill = 500
+		killAfter  = 300 // records of the first leader
+		ns         = "leader"
 	)
 	cp := startControlPlane(t)
 	a := startScheduler(t, cp, "scheduler-a", leaderElection...)
@@ -48,7 +51,7 @@ func TestLeaderKilled(t *testing.T) {
 	createNamespace(t, cp, ns)
 
 	start := time.Now()
-	created := createPodsAsync(cp, ns, pods, podName("pod"))
+	created := createPodsAsync(cp, ns, beforeKill, podName("pod"))
 	poll(t, time.Minute, "the leader to schedule", func() (bool, error) {
 		_, seq := lastSeq(t, a)
 		return seq >= killAfter, nil
@@ -68,6 +71,7 @@ func TestLeaderKilled(t *testing.T) {
 	a.Kill()
 	killedAt := time.Now()
 	_, killedSeq := lastSeq(t, b)
+	late := createPodsAsync(cp, ns, pods-beforeKill, podName("late"))
 
 	// Takeover: the lease changes hands and scheduler-b emits records.
 	var leaseMoved, firstRecord time.Time
@@ -89,8 +93,10 @@ func TestLeaderKilled(t *testing.T) {
 	t.Logf("leader scheduler-a killed (SIGKILL) %v into the workload after %d records; lease moved to scheduler-b %v later, its first record %v after the kill (b's sequence at the kill: %d); %d of %d pods bound by then",
 		killedAt.Sub(start).Round(time.Millisecond), killAfter, leaseMoved.Sub(killedAt).Round(time.Millisecond), firstRecord.Sub(killedAt).Round(time.Millisecond), killedSeq, bound, pods)
 
-	if err := <-created; err != nil {
-		t.Fatal(err)
+	for _, c := range []<-chan error{created, late} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := cluster.WaitForBound(t.Context(), cp.Client, ns, pods, 3*time.Minute); err != nil {
 		t.Fatalf("after the takeover: %v", err)
