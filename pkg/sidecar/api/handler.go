@@ -381,14 +381,18 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	// The follower first: it stores records before it advances its
+	// cursor, so the store read after it holds at least what the cursor
+	// covers.
+	s := Status{TraceURL: h.TraceURL}
+	if h.Status != nil {
+		s.Follower = h.Status()
+	}
 	st, err := h.Store.Stats(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	s := Status{Store: st, TraceURL: h.TraceURL}
-	if h.Status != nil {
-		s.Follower = h.Status()
-	}
+	s.Store = st
 	writeJSON(w, http.StatusOK, s)
 }
