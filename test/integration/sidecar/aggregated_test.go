@@ -3,6 +3,8 @@ package sidecar
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/test/integration/cluster"
@@ -25,8 +28,8 @@ import (
 // v1alpha1.schedscope.io and explains pods through the kube-apiserver, as
 // kubectl schedscope does by default. The apiserver passes the caller's
 // identity on, so the sidecar's own per-namespace check applies: user
-// viewer, allowed the API group cluster-wide (as the manifests'
-// schedscope:explain-reader role allows) but core pods only in agg-a, gets
+// viewer, bound to the manifests' schedscope:explain-reader role for the
+// API group but allowed core pods only in agg-a, gets
 // agg-a's explanation and the sidecar's 403 for agg-b's.
 func TestAggregatedAPI(t *testing.T) {
 	ctx := context.Background()
@@ -98,7 +101,11 @@ func registerAPIService(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	createNamespace(t, "schedscope")
-	port, err := strconv.Atoi(sidecarURL[strings.LastIndex(sidecarURL, ":")+1:])
+	u, err := url.Parse(sidecar.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,21 +147,38 @@ func registerAPIService(t *testing.T) {
 	}
 }
 
-// grantAPIGroup lets user viewer use the API group through the
-// kube-apiserver, in every namespace.
+// explainReader is the ClusterRole the manifests grant callers of the API
+// group through the kube-apiserver.
+const explainReader = "schedscope:explain-reader"
+
+// grantAPIGroup binds user viewer to the manifests' own explainReader role,
+// read from manifests/base/rbac.yaml, so the test proves that role enough.
 func grantAPIGroup(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "agg-explain-reader"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{api.Group},
-			Resources: []string{"pods", "pods/attempts", "pods/explain", "pending", "rejections"}, Verbs: []string{"get", "list"}}},
-	}, metav1.CreateOptions{}); err != nil {
+	data, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "manifests", "base", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.ClusterRole
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var r rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
+			t.Fatalf("manifests/base/rbac.yaml: %v", err)
+		}
+		if r.Kind == "ClusterRole" && r.Name == explainReader {
+			role = &r
+		}
+	}
+	if role == nil {
+		t.Fatalf("manifests/base/rbac.yaml has no ClusterRole %s", explainReader)
+	}
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "agg-viewer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "agg-explain-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: explainReader},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -29,9 +29,7 @@ var (
 	cp      *cluster.ControlPlane
 	sched   *cluster.Scheduler
 	sidecar *cluster.Sidecar
-	// sidecarURL is the sidecar's https base URL.
-	sidecarURL string
-	dir        string
+	dir     string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -58,7 +56,6 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sidecarURL = sidecar.URL
 	defer sidecar.Stop()
 	code := m.Run()
 	if code == 0 {
@@ -116,7 +113,7 @@ type explanation struct {
 func waitForExplanation(t *testing.T, ns, name, result string) explanation {
 	t.Helper()
 	var e explanation
-	url := fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+	url := fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecar.URL, ns, name)
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 		code, body, err := cluster.GetAs(url, cp.Config.BearerToken)
 		if err != nil || code != http.StatusOK {
@@ -172,7 +169,7 @@ func TestExplainScenarios(t *testing.T) {
 		{"web", 0, []string{"ex-big", "ex-tainted", "TaintToleration"}},
 		{"huge", 3, []string{"ex-big", "NodeResourcesFit", "Insufficient cpu"}},
 	} {
-		code, out := runPlugin(t, cp.Kubeconfig, "explain", "pod/"+tt.pod, "-n", "explain", "--server", sidecarURL, "--insecure-skip-tls-verify")
+		code, out := runPlugin(t, cp.Kubeconfig, "explain", "pod/"+tt.pod, "-n", "explain", "--server", sidecar.URL, "--insecure-skip-tls-verify")
 		if code != tt.wantCode {
 			t.Errorf("kubectl schedscope explain pod/%s exited %d, want %d:\n%s", tt.pod, code, tt.wantCode, out)
 		}
@@ -220,7 +217,7 @@ func TestAuthorization(t *testing.T) {
 	waitForExplanation(t, "team-b", "theirs", "scheduled")
 
 	explain := func(ns, name string) string {
-		return fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecarURL, ns, name)
+		return fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecar.URL, ns, name)
 	}
 	for _, tt := range []struct {
 		name, url, token string
@@ -228,7 +225,7 @@ func TestAuthorization(t *testing.T) {
 	}{
 		{"own namespace", explain("team-a", "mine"), cluster.ViewerToken, http.StatusOK},
 		{"other namespace", explain("team-b", "theirs"), cluster.ViewerToken, http.StatusForbidden},
-		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecarURL), cluster.ViewerToken, http.StatusForbidden},
+		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecar.URL), cluster.ViewerToken, http.StatusForbidden},
 		{"no token", explain("team-a", "mine"), "", http.StatusUnauthorized},
 		{"bad token", explain("team-a", "mine"), "not-a-token", http.StatusUnauthorized},
 	} {
@@ -247,7 +244,7 @@ func TestAuthorization(t *testing.T) {
 		})
 	}
 	// The viewer's pending list holds only team-a.
-	code, body, err := cluster.GetAs(sidecarURL+"/apis/schedscope.io/v1alpha1/pods", cluster.ViewerToken)
+	code, body, err := cluster.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", cluster.ViewerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /apis/schedscope.io/v1alpha1/pods as viewer: %d %v %s", code, err, body)
 	}
@@ -308,7 +305,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	for i := range 5 {
 		waitForExplanation(t, "restart", fmt.Sprintf("during-%d", i), "scheduled")
 	}
-	code, body, err := cluster.GetAs(sidecarURL+"/apis/schedscope.io/v1alpha1/status", cp.Config.BearerToken)
+	code, body, err := cluster.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/status", cp.Config.BearerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("status: %d %v", code, err)
 	}

@@ -58,7 +58,7 @@ func TestNoCrossTenantLeak(t *testing.T) {
 	waitForExplanation(t, "tenant-x", "preemptor", "scheduled")
 
 	secrets := []string{"tenant-y", "secret-db", "secret-cache"}
-	base := sidecarURL + api.Prefix
+	base := sidecar.URL + api.Prefix
 	for _, path := range []string{
 		"namespaces/tenant-x/pods/preemptor/explain?attempt=1",
 		"namespaces/tenant-x/pods/preemptor/explain",
