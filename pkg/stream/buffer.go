@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/schedscope/schedscope/pkg/record"
@@ -12,16 +14,31 @@ import (
 // 100 KB), the buffer stays near 200 MB.
 const DefaultBufferSize = 2000
 
-// Buffer is a bounded ring of the newest records. Add never blocks: when the
-// ring is full the oldest record is overwritten and counted as evicted.
+// Buffer is a bounded ring of the newest records. Add never blocks on
+// readers: when the ring is full the oldest record is overwritten and
+// counted as evicted.
+//
+// Records are kept as their JSON encoding, made once in Add however many
+// readers there are. A byte slice holds no pointers, so a full buffer of
+// large records costs the garbage collector nothing to scan.
 type Buffer struct {
 	epoch string
 
+	// addMu serializes Add, which encodes outside mu so that readers never
+	// wait for an encoding.
+	addMu sync.Mutex
+
 	mu      sync.Mutex
-	ring    []*record.Attempt
+	ring    []Encoded
 	last    uint64        // sequence of the newest record; 0 when empty
 	evicted uint64        // records overwritten before anyone could be sure to read them
 	changed chan struct{} // closed and replaced on every Add
+}
+
+// Encoded is a buffered record: its sequence and its JSON encoding.
+type Encoded struct {
+	Seq  uint64
+	JSON []byte
 }
 
 // NewBuffer returns a buffer holding at most size records.
@@ -29,25 +46,37 @@ func NewBuffer(size int, epoch string) *Buffer {
 	if size < 1 {
 		size = 1
 	}
-	return &Buffer{epoch: epoch, ring: make([]*record.Attempt, size), changed: make(chan struct{})}
+	return &Buffer{epoch: epoch, ring: make([]Encoded, size), changed: make(chan struct{})}
 }
 
 // Epoch identifies this buffer's sequence space.
 func (b *Buffer) Epoch() string { return b.epoch }
 
-// Add assigns the next sequence to a and appends it.
-func (b *Buffer) Add(a *record.Attempt) {
+// Add assigns the next sequence to a and appends its encoding. A record
+// that cannot be encoded is not added, and takes no sequence.
+func (b *Buffer) Add(a *record.Attempt) error {
+	b.addMu.Lock()
+	defer b.addMu.Unlock()
 	b.mu.Lock()
-	b.last++
-	a.Seq = b.last
-	i := int(b.last % uint64(len(b.ring)))
-	if b.ring[i] != nil {
+	seq := b.last + 1
+	b.mu.Unlock()
+	a.Seq = seq
+	data, err := json.Marshal(a)
+	if err != nil {
+		a.Seq = 0
+		return fmt.Errorf("encoding the record of attempt %d of pod %s/%s: %w", a.Attempt, a.Pod.Namespace, a.Pod.Name, err)
+	}
+	b.mu.Lock()
+	b.last = seq
+	i := int(seq % uint64(len(b.ring)))
+	if b.ring[i].JSON != nil {
 		b.evicted++
 	}
-	b.ring[i] = a
+	b.ring[i] = Encoded{Seq: seq, JSON: data}
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
+	return nil
 }
 
 // Stats returns the number of buffered records, the newest sequence and the
@@ -72,8 +101,9 @@ func (b *Buffer) oldestLocked() uint64 {
 
 // After returns the records with sequence > since, oldest first, a channel
 // closed on the next Add, the oldest buffered sequence, and ok=false when
-// records after since were already evicted.
-func (b *Buffer) After(since uint64) (items []*record.Attempt, changed <-chan struct{}, oldest uint64, ok bool) {
+// records after since were already evicted. The encodings are shared:
+// callers must not modify them.
+func (b *Buffer) After(since uint64) (items []Encoded, changed <-chan struct{}, oldest uint64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	oldest = b.oldestLocked()

@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -77,14 +80,46 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(List{Epoch: s.buf.Epoch(), Seq: since + uint64(len(items)), Oldest: oldest, Items: items})
+	_ = writeList(w, s.buf.Epoch(), since+uint64(len(items)), oldest, items)
+}
+
+// writeList writes a List whose items are already encoded.
+func writeList(w io.Writer, epoch string, seq, oldest uint64, items []Encoded) error {
+	head, err := json.Marshal(List{Epoch: epoch, Seq: seq, Oldest: oldest})
+	if err != nil {
+		return err
+	}
+	// head ends with "items":null}; the items replace the null.
+	head = bytes.TrimSuffix(head, []byte("null}"))
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head)
+	bw.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(it.JSON)
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
+}
+
+// writeAdded writes the ADDED event of an encoded record as one line.
+func writeAdded(w *bufio.Writer, it Encoded) error {
+	w.WriteString(`{"type":"` + EventAdded + `","seq":`)
+	w.WriteString(strconv.FormatUint(it.Seq, 10))
+	w.WriteString(`,"object":`)
+	w.Write(it.JSON)
+	_, err := w.WriteString("}\n")
+	return err
 }
 
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64) {
 	s.watchers.Add(1)
 	defer s.watchers.Add(-1)
 	flusher, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
 	ticker := time.NewTicker(s.bookmark)
 	defer ticker.Stop()
 	started := false
@@ -103,11 +138,14 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
-		for _, a := range items {
-			if err := enc.Encode(Event{Type: EventAdded, Seq: a.Seq, Object: a}); err != nil {
+		for _, it := range items {
+			if err := writeAdded(bw, it); err != nil {
 				return
 			}
-			since = a.Seq
+			since = it.Seq
+		}
+		if bw.Flush() != nil {
+			return
 		}
 		if flusher != nil {
 			flusher.Flush()

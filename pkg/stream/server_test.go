@@ -14,9 +14,12 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
-func add(b *Buffer, names ...string) {
+func add(t *testing.T, b *Buffer, names ...string) {
+	t.Helper()
 	for _, n := range names {
-		b.Add(&record.Attempt{Pod: record.PodRef{Name: n}})
+		if err := b.Add(&record.Attempt{Pod: record.PodRef{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -28,9 +31,26 @@ func podNames(items []*record.Attempt) []string {
 	return out
 }
 
+// decoded decodes buffered records.
+func decoded(t *testing.T, items []Encoded) []*record.Attempt {
+	t.Helper()
+	var out []*record.Attempt
+	for _, it := range items {
+		a := &record.Attempt{}
+		if err := json.Unmarshal(it.JSON, a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Seq != it.Seq {
+			t.Errorf("record %d is encoded with sequence %d", it.Seq, a.Seq)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 func TestBufferEvictsOldest(t *testing.T) {
 	b := NewBuffer(3, "e")
-	add(b, "a", "b", "c", "d", "e")
+	add(t, b, "a", "b", "c", "d", "e")
 	buffered, last, evicted := b.Stats()
 	if buffered != 3 || last != 5 || evicted != 2 {
 		t.Errorf("Stats() = %d, %d, %d; want 3, 5, 2", buffered, last, evicted)
@@ -39,11 +59,30 @@ func TestBufferEvictsOldest(t *testing.T) {
 	if !ok || oldest != 3 {
 		t.Fatalf("After(2): ok %v oldest %d, want true 3", ok, oldest)
 	}
-	if diff := cmp.Diff([]string{"c", "d", "e"}, podNames(items)); diff != "" {
+	if diff := cmp.Diff([]string{"c", "d", "e"}, podNames(decoded(t, items))); diff != "" {
 		t.Errorf("After(2) (-want +got):\n%s", diff)
 	}
 	if _, _, oldest, ok := b.After(1); ok || oldest != 3 {
 		t.Errorf("After(1) = ok %v oldest %d, want false 3: record 2 was evicted", ok, oldest)
+	}
+}
+
+// TestBufferRefusesUnencodable checks that a record JSON cannot encode is
+// refused with an error and takes no sequence.
+func TestBufferRefusesUnencodable(t *testing.T) {
+	b := NewBuffer(3, "e")
+	add(t, b, "a")
+	bad := &record.Attempt{Pod: record.PodRef{Name: "bad"}, Timing: record.Timing{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	if err := b.Add(bad); err == nil {
+		t.Fatal("Add of a record with a year-10000 time succeeded, want an encoding error")
+	}
+	add(t, b, "c")
+	items, _, _, _ := b.After(0)
+	if diff := cmp.Diff([]string{"a", "c"}, podNames(decoded(t, items))); diff != "" {
+		t.Errorf("After(0) (-want +got):\n%s", diff)
+	}
+	if _, last, _ := b.Stats(); last != 2 {
+		t.Errorf("last sequence %d, want 2: a refused record takes no sequence", last)
 	}
 }
 
@@ -61,7 +100,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 
 func TestServerList(t *testing.T) {
 	b := NewBuffer(2, "epoch-1")
-	add(b, "a", "b", "c")
+	add(t, b, "a", "b", "c")
 	srv := httptest.NewServer(NewServer(b, time.Hour))
 	defer srv.Close()
 
@@ -109,7 +148,7 @@ func TestServerList(t *testing.T) {
 
 func TestServerWatch(t *testing.T) {
 	b := NewBuffer(100, "e")
-	add(b, "a")
+	add(t, b, "a")
 	s := NewServer(b, 20*time.Millisecond)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -134,7 +173,7 @@ func TestServerWatch(t *testing.T) {
 	if e := next(); e.Type != EventAdded || e.Seq != 1 || e.Object.Pod.Name != "a" {
 		t.Errorf("first event %+v, want ADDED a", e)
 	}
-	add(b, "b", "c")
+	add(t, b, "b", "c")
 	for _, want := range []string{"b", "c"} {
 		e := next()
 		for e.Type == EventBookmark {
@@ -159,7 +198,7 @@ func TestServerWatchEndsWhenOverrun(t *testing.T) {
 	srv := httptest.NewServer(NewServer(b, time.Hour))
 	defer srv.Close()
 	for i := range 10 {
-		add(b, fmt.Sprint(i))
+		add(t, b, fmt.Sprint(i))
 	}
 	resp, body := get(t, srv.URL+"?watch=true&since=3&epoch=e")
 	var g Gone

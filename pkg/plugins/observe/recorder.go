@@ -18,7 +18,8 @@ import (
 
 // Sink receives every finished record, in the order records are finished.
 type Sink interface {
-	Add(*record.Attempt)
+	// Add takes a record; a record it refuses is counted as dropped.
+	Add(*record.Attempt) error
 }
 
 // Options configure a Recorder.
@@ -122,7 +123,10 @@ func (r *Recorder) publish(a *attempt) {
 	if r.opts.OnRecord != nil {
 		r.opts.OnRecord(rec)
 	}
-	r.opts.Sink.Add(rec)
+	if err := r.opts.Sink.Add(rec); err != nil {
+		r.dropped.Add(1)
+		klog.ErrorS(err, "Dropped a decision record", "pod", klog.KObj(a.pod))
+	}
 }
 
 // awaitingAttempt is a preempting attempt waiting for its victims.

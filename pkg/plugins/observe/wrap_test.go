@@ -177,7 +177,7 @@ func (fakeUnusual) PostBind(context.Context, fwk.CycleState, *v1.Pod, string) {}
 
 type discard struct{}
 
-func (discard) Add(*record.Attempt) {}
+func (discard) Add(*record.Attempt) error { return nil }
 
 func wrapOrFail(t *testing.T, inner fwk.Plugin) fwk.Plugin {
 	t.Helper()

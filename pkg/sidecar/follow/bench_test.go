@@ -19,13 +19,30 @@ import (
 )
 
 // BenchmarkFollow measures end-to-end ingest of 5000-node attempts: the
-// scheduler's stream server encodes them, the follower decodes them from a
-// watch over HTTP and stores them in SQLite.
+// scheduler's stream buffer encodes them, the follower decodes them from a
+// watch over HTTP and stores them in SQLite. Two shapes: the attempts
+// kube-scheduler's default profile makes (500 nodes filtered and scored,
+// 4500 not evaluated), and a busy cluster's with 3000 nodes rejected and
+// 2000 scored.
 func BenchmarkFollow(b *testing.B) {
-	templates := make([]*record.Attempt, 32)
-	for i := range templates {
-		templates[i] = recordtest.Large(i, 5000)
+	for _, shape := range []struct {
+		name string
+		make func(i, nodes int) *record.Attempt
+	}{
+		{"default-profile", recordtest.Typical},
+		{"busy-cluster", recordtest.Large},
+	} {
+		b.Run("nodes=5000/"+shape.name, func(b *testing.B) {
+			templates := make([]*record.Attempt, 32)
+			for i := range templates {
+				templates[i] = shape.make(i, 5000)
+			}
+			benchmarkFollow(b, templates)
+		})
 	}
+}
+
+func benchmarkFollow(b *testing.B, templates []*record.Attempt) {
 	buf := stream.NewBuffer(b.N+1, "e1")
 	sched := &scheduler{buf: buf}
 	sched.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +75,9 @@ func BenchmarkFollow(b *testing.B) {
 	for i := range b.N {
 		a := *templates[i%len(templates)]
 		a.Pod.UID = fmt.Sprintf("uid-%d", i)
-		buf.Add(&a)
+		if err := buf.Add(&a); err != nil {
+			b.Fatal(err)
+		}
 	}
 	want := uint64(b.N)
 	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {

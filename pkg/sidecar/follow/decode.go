@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"io"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/stream"
@@ -18,11 +22,18 @@ import (
 // stream cannot exhaust memory.
 const MaxEventBytes = 256 << 20
 
+// maxKeptLine bounds the buffer an EventDecoder keeps for long lines
+// between reads: a record of tens of thousands of nodes.
+const maxKeptLine = 16 << 20
+
 // EventDecoder reads the events of a watch: one JSON object per line, as
 // the stream server writes them.
 type EventDecoder struct {
 	r *bufio.Reader
 	n int
+	// long collects the chunks of a line longer than r's buffer; it is
+	// kept for the next long line.
+	long []byte
 }
 
 // NewEventDecoder returns a decoder reading from r.
@@ -31,13 +42,19 @@ func NewEventDecoder(r io.Reader) *EventDecoder {
 }
 
 // ReadLine returns the next non-blank line and its event number (from 1),
-// or io.EOF at the clean end of the stream.
+// or io.EOF at the clean end of the stream. The line is the caller's own:
+// it may be decoded while the reader moves on.
 func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 	for {
-		var line []byte
+		line := d.long[:0]
 		for {
 			chunk, err := d.r.ReadSlice('\n')
+			if len(line) == 0 && err == nil {
+				line = chunk // the whole line is in r's buffer
+				break
+			}
 			line = append(line, chunk...)
+			d.long = line
 			if len(line) > MaxEventBytes {
 				return nil, d.n + 1, fmt.Errorf("watch event %d is longer than %d bytes", d.n+1, MaxEventBytes)
 			}
@@ -55,7 +72,11 @@ func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 			}
 			return nil, d.n + 1, fmt.Errorf("reading watch event %d: %w", d.n+1, err)
 		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
+		line = bytes.Clone(bytes.TrimSpace(line))
+		if cap(d.long) > maxKeptLine {
+			d.long = nil
+		}
+		if len(line) > 0 {
 			d.n++
 			return line, d.n, nil
 		}
@@ -71,27 +92,40 @@ type Event struct {
 	Record store.Record
 }
 
+// The stream is written by encoding/json. It is read with the JSON v2
+// engine in v1 mode (the same semantics, e.g. durations in nanoseconds),
+// which validates and decodes in one pass where encoding/json scans a
+// value once to validate it and again to decode it: records of thousands
+// of nodes are hundreds of kilobytes, and decoding them is most of the
+// follower's work.
+var jsonOptions = jsonv1.DefaultOptionsV1()
+
 // wireEvent is stream.Event with the record left encoded.
 type wireEvent struct {
-	Type   string          `json:"type"`
-	Seq    uint64          `json:"seq"`
-	Object json.RawMessage `json:"object,omitempty"`
+	Type   string         `json:"type"`
+	Seq    uint64         `json:"seq"`
+	Object jsontext.Value `json:"object,omitempty"`
 }
 
 // partialAttempt decodes a record without its scores: the bulk of a large
 // record, which the store keeps in the scheduler's JSON without indexing.
 type partialAttempt struct {
 	record.Attempt
-	Scores json.RawMessage `json:"scores,omitempty"`
+	Scores skipped `json:"scores,omitempty"`
 }
 
-// decodeRecord decodes the JSON of a record for the store.
+// skipped is a JSON value that is validated and not decoded.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
+
+// decodeRecord decodes the JSON of a record for the store, which keeps raw.
 func decodeRecord(raw []byte) (store.Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return store.Record{}, errors.New("the record is null")
 	}
 	var p partialAttempt
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if err := jsonv2.Unmarshal(raw, &p, jsonOptions); err != nil {
 		return store.Record{}, err
 	}
 	return store.Record{Attempt: &p.Attempt, JSON: raw}, nil
@@ -110,7 +144,7 @@ func (d *EventDecoder) Next() (Event, error) {
 // DecodeEvent decodes and validates event number n of a watch.
 func DecodeEvent(line []byte, n int) (Event, error) {
 	var w wireEvent
-	if err := json.Unmarshal(line, &w); err != nil {
+	if err := jsonv2.Unmarshal(line, &w, jsonOptions); err != nil {
 		return Event{}, fmt.Errorf("decoding watch event %d: %w", n, err)
 	}
 	ev := Event{Type: w.Type, Seq: w.Seq}
@@ -163,38 +197,50 @@ type ListHeader struct {
 // returned as is.
 func DecodeList(r io.Reader, item func(epoch string, r store.Record) error) (ListHeader, error) {
 	var h ListHeader
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
+	dec := jsontext.NewDecoder(r, jsonOptions)
+	if err := expectKind(dec, '{'); err != nil {
 		return h, fmt.Errorf("decoding list: %w", err)
 	}
 	var early []store.Record
 	var last uint64
-	for dec.More() {
-		tok, err := dec.Token()
+	for {
+		if kind, err := peek(dec); err != nil {
+			return h, fmt.Errorf("decoding list: %w", err)
+		} else if kind == '}' {
+			break
+		}
+		tok, err := dec.ReadToken()
 		if err != nil {
 			return h, fmt.Errorf("decoding list: %w", err)
 		}
-		key, _ := tok.(string)
+		key := tok.String()
 		switch key {
 		case "epoch":
-			err = dec.Decode(&h.Epoch)
+			err = jsonv2.UnmarshalDecode(dec, &h.Epoch, jsonOptions)
 		case "seq":
-			err = dec.Decode(&h.Seq)
+			err = jsonv2.UnmarshalDecode(dec, &h.Seq, jsonOptions)
 		case "oldest":
-			err = dec.Decode(&h.Oldest)
+			err = jsonv2.UnmarshalDecode(dec, &h.Oldest, jsonOptions)
 		case "items":
-			if err := expectDelim(dec, '['); err != nil {
-				if errors.Is(err, errNull) {
-					continue
-				}
+			if dec.PeekKind() == 'n' {
+				_, err = dec.ReadToken()
+				break
+			}
+			if err := expectKind(dec, '['); err != nil {
 				return h, fmt.Errorf("decoding list items: %w", err)
 			}
-			for dec.More() {
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
+			for {
+				if kind, err := peek(dec); err != nil {
+					return h, fmt.Errorf("decoding list item %d: %w", h.Items, err)
+				} else if kind == ']' {
+					break
+				}
+				raw, err := dec.ReadValue()
+				if err != nil {
 					return h, fmt.Errorf("decoding list item %d: %w", h.Items, err)
 				}
-				rec, err := decodeRecord(raw)
+				// raw is the decoder's buffer, valid until its next read.
+				rec, err := decodeRecord(bytes.Clone(raw))
 				if err != nil {
 					return h, fmt.Errorf("list item %d: %w", h.Items, err)
 				}
@@ -211,16 +257,15 @@ func DecodeList(r io.Reader, item func(epoch string, r store.Record) error) (Lis
 					return h, err
 				}
 			}
-			_, err = dec.Token() // ']'
+			_, err = dec.ReadToken() // ']'
 		default:
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
+			err = dec.SkipValue()
 		}
 		if err != nil {
 			return h, fmt.Errorf("decoding list field %q: %w", key, err)
 		}
 	}
-	if _, err := dec.Token(); err != nil { // '}'
+	if _, err := dec.ReadToken(); err != nil { // '}'
 		return h, fmt.Errorf("decoding list: %w", err)
 	}
 	if h.Epoch == "" {
@@ -234,17 +279,26 @@ func DecodeList(r io.Reader, item func(epoch string, r store.Record) error) (Lis
 	return h, nil
 }
 
-var errNull = errors.New("null")
+// peek returns the kind of the next token, or the error that keeps it
+// from being read.
+func peek(dec *jsontext.Decoder) (jsontext.Kind, error) {
+	if kind := dec.PeekKind(); kind != 0 {
+		return kind, nil
+	}
+	_, err := dec.ReadToken()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return 0, err
+}
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
+// expectKind reads the next token, which must be of kind want.
+func expectKind(dec *jsontext.Decoder, want jsontext.Kind) error {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
-	if tok == nil {
-		return errNull
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
+	if tok.Kind() != want {
 		return fmt.Errorf("want %q, got %v", want, tok)
 	}
 	return nil

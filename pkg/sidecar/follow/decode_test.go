@@ -62,3 +62,25 @@ func TestDecodeList(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeEventValidatesScores checks that the scores, which the follower
+// does not decode, must still be valid JSON.
+func TestDecodeEventValidatesScores(t *testing.T) {
+	for _, tt := range []struct {
+		line      string
+		wantError bool
+	}{
+		{line: `{"type":"ADDED","seq":1,"object":{"seq":1,"scores":{"nodes":[{"node":"n1","total":3}]}}}`},
+		{line: `{"type":"ADDED","seq":1,"object":{"seq":1,"scores":{"nodes":[{"node":"n1",}]}}}`, wantError: true},
+		{line: `{"type":"ADDED","seq":1,"object":{"seq":1,"scores":{"nodes":[}}}`, wantError: true},
+	} {
+		ev, err := DecodeEvent([]byte(tt.line), 1)
+		if gotError := err != nil; gotError != tt.wantError {
+			t.Errorf("DecodeEvent(%s): error %v, want error %v", tt.line, err, tt.wantError)
+			continue
+		}
+		if err == nil && (ev.Record.Attempt.Seq != 1 || !strings.Contains(string(ev.Record.JSON), `"scores"`)) {
+			t.Errorf("DecodeEvent(%s) = %+v, want record 1 with its scores kept as JSON", tt.line, ev)
+		}
+	}
+}

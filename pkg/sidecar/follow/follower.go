@@ -445,9 +445,12 @@ func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []store.
 	return nil
 }
 
+// decoded is one line of a watch. malformed marks an error in the line's
+// content, as opposed to one reading the stream.
 type decoded struct {
-	ev  Event
-	err error
+	ev        Event
+	err       error
+	malformed bool
 }
 
 func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
@@ -499,7 +502,7 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 				go func() {
 					ev, err := DecodeEvent(line, n)
 					<-workers
-					fut <- decoded{ev: ev, err: err}
+					fut <- decoded{ev: ev, err: err, malformed: err != nil}
 				}()
 			}
 			select {
@@ -534,10 +537,11 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 		}
 		batch = batch[:0]
 		var end error
+		var malformed bool
 	drain:
 		for {
 			if d.err != nil {
-				end = d.err
+				end, malformed = d.err, d.malformed
 				break
 			}
 			if d.ev.Type == stream.EventAdded {
@@ -562,9 +566,7 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 			if errors.Is(end, io.EOF) {
 				return nil
 			}
-			var syntax *json.SyntaxError
-			var typ *json.UnmarshalTypeError
-			if errors.As(end, &syntax) || errors.As(end, &typ) || !errors.Is(end, io.ErrUnexpectedEOF) && !isNetError(end) {
+			if malformed || !errors.Is(end, io.ErrUnexpectedEOF) && !isNetError(end) {
 				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
 			} else {
 				f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()

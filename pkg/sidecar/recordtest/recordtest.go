@@ -173,3 +173,45 @@ func Large(i, nodes int) *record.Attempt {
 	}
 	return a
 }
+
+// defaultScorePlugins are the score plugins of kube-scheduler's default
+// profile.
+var defaultScorePlugins = []string{"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"}
+
+// defaultFilterPlugins are the filter plugins of kube-scheduler's default
+// profile.
+var defaultFilterPlugins = []string{"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"}
+
+// Typical returns the attempt kube-scheduler's default profile makes for a
+// pod that fits every one of nodes nodes: it filters nodes until it has
+// found as many feasible ones as percentageOfNodesToScore asks (the
+// adaptive default, 500 of 5000), scores those with the default score
+// plugins, and lists the others as not evaluated, by count.
+func Typical(i, nodes int) *record.Attempt {
+	feasible := min(nodes, max(nodes*max(50-nodes/125, 5)/100, 100))
+	names := NodeNames("node", 0, nodes)
+	w := MakeAttempt("load", fmt.Sprintf("pod-%d", i), fmt.Sprintf("uid-%d", i)).
+		Finished(Base.Add(time.Duration(i) * time.Millisecond)).
+		Passed(names[:feasible]...)
+	if feasible < nodes {
+		w.a.Nodes.Total += nodes - feasible
+		w.a.Filter = append(w.a.Filter, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: record.NotEvaluatedEnoughFeasible, Count: nodes - feasible})
+	}
+	scores := map[string][]int64{}
+	for j, n := range names[:feasible] {
+		scores[n] = []int64{100, 0, int64(90 + j%10), 0, 200, 0, int64(95 + j%5), 0}
+	}
+	w.Scores(defaultScorePlugins, scores)
+	a := w.Obj()
+	a.SelectedNode = a.Scores.Nodes[0].Node
+	for _, p := range []string{record.PreFilter, record.Filter, record.PreScore, record.Score, record.NormalizeScore, record.Reserve, record.Permit, record.WaitOnPermit, record.PreBind, record.Bind, record.PostBind} {
+		a.Points = append(a.Points, record.PointRun{Point: p, Start: a.Timing.Started, Duration: 123456 * time.Nanosecond, Code: "Success"})
+	}
+	for _, p := range defaultFilterPlugins {
+		a.Plugins = append(a.Plugins, record.PluginRun{Plugin: p, Point: record.Filter, Duration: 987654, Calls: int64(feasible), Timed: int64(16 + (feasible-16)/8)})
+	}
+	for _, p := range defaultScorePlugins {
+		a.Plugins = append(a.Plugins, record.PluginRun{Plugin: p, Point: record.Score, Duration: 987654, Calls: int64(feasible), Timed: int64(16 + (feasible-16)/8)})
+	}
+	return a
+}

@@ -162,14 +162,13 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, records []store
 	encode := func(i int) error {
 		a := records[i].Attempt
 		var data []byte
-		var err error
 		if records[i].JSON != nil {
-			data, err = compress(records[i].JSON)
+			data = compress(records[i].JSON)
 		} else {
-			data, err = encodeAttempt(a)
-		}
-		if err != nil {
-			return fmt.Errorf("encoding record %d: %w", a.Seq, err)
+			var err error
+			if data, err = encodeAttempt(a); err != nil {
+				return err
+			}
 		}
 		sum := store.Summarize(a, cursor.Epoch)
 		sum.StoredBytes = len(data)
@@ -177,11 +176,7 @@ func (s *Store) Append(ctx context.Context, cursor store.Cursor, records []store
 		if err != nil {
 			return fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
 		}
-		rej, err := rejectionRows(a)
-		if err != nil {
-			return err
-		}
-		rows[i] = row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rej}
+		rows[i] = row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a)}
 		return nil
 	}
 	// Encoding a large record costs milliseconds; spread a batch over the CPUs.
@@ -273,7 +268,7 @@ type rejectionRow struct {
 	names  []byte
 }
 
-func rejectionRows(a *record.Attempt) ([]rejectionRow, error) {
+func rejectionRows(a *record.Attempt) []rejectionRow {
 	byPlugin := map[string][]string{}
 	var plugins []string
 	for _, g := range a.Filter {
@@ -287,13 +282,9 @@ func rejectionRows(a *record.Attempt) ([]rejectionRow, error) {
 	}
 	rows := make([]rejectionRow, 0, len(plugins))
 	for _, p := range plugins {
-		names, err := encodeNodes(byPlugin[p])
-		if err != nil {
-			return nil, fmt.Errorf("encoding rejected nodes of record %d: %w", a.Seq, err)
-		}
-		rows = append(rows, rejectionRow{plugin: p, nodes: len(byPlugin[p]), names: names})
+		rows = append(rows, rejectionRow{plugin: p, nodes: len(byPlugin[p]), names: encodeNodes(byPlugin[p])})
 	}
-	return rows, nil
+	return rows
 }
 
 func podWhere(pod store.PodSelector) (string, []any, error) {
