@@ -1,7 +1,8 @@
 package observe
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,10 +311,10 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 	return runs
 }
 
-// verdictKey identifies a group of identical Filter verdicts.
+// verdictKey identifies a group of identical Filter rejections.
 type verdictKey struct {
-	verdict, plugin, reasons string
-	code                     fwk.Code
+	plugin, reasons string
+	code            fwk.Code
 }
 
 // filterVerdicts groups every node of the snapshot by its Filter verdict,
@@ -338,51 +339,53 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 		}
 	}
 
-	groups := map[verdictKey]int{}
+	// Groups are made in the order of their first node; rejections are
+	// found by key, the other groups are one each and kept by index.
 	var out []record.VerdictGroup
-	add := func(key verdictKey, g record.VerdictGroup, node string) {
-		i, ok := groups[key]
-		if !ok {
-			i = len(out)
-			groups[key] = i
+	group := func(index *int, g record.VerdictGroup) int {
+		if *index < 0 {
+			*index = len(out)
 			out = append(out, g)
 		}
-		out[i].Count++
-		if key.verdict != record.VerdictNotEvaluated {
-			out[i].Nodes = append(out[i].Nodes, node)
-		}
+		return *index
 	}
+	rejected := map[verdictKey]int{}
+	passed, notEvaluatedGroup, outsidePreFilterResult := -1, -1, -1
 	notEvaluated := a.notEvaluatedReason()
-	narrowed := a.preFilterResult != nil && !a.preFilterResult.AllNodes()
+	narrowed := notEvaluated == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes()
 	for _, i := range nodes.sorted {
-		node := nodes.names[i]
 		if latest[i] == 0 {
-			reason := notEvaluated
-			if reason == record.NotEvaluatedEnoughFeasible && narrowed && !a.preFilterResult.NodeNames.Has(node) {
-				reason = record.NotEvaluatedPreFilterResult
+			// Not evaluated: counted, not named.
+			var j int
+			if narrowed && !a.preFilterResult.NodeNames.Has(nodes.names[i]) {
+				j = group(&outsidePreFilterResult, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: record.NotEvaluatedPreFilterResult})
+			} else {
+				j = group(&notEvaluatedGroup, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: notEvaluated})
 			}
-			add(verdictKey{verdict: record.VerdictNotEvaluated, reasons: reason},
-				record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: reason}, node)
+			out[j].Count++
 			continue
 		}
-		s := a.verdicts[latest[i]-1].status
-		if s == nil {
-			add(verdictKey{verdict: record.VerdictPassed}, record.VerdictGroup{Verdict: record.VerdictPassed}, node)
-			continue
-		}
-		key := verdictKey{verdict: record.VerdictRejected, plugin: s.Plugin(), code: s.Code()}
-		if r := s.Reasons(); len(r) == 1 {
-			key.reasons = r[0]
+		var j int
+		if s := a.verdicts[latest[i]-1].status; s == nil {
+			j = group(&passed, record.VerdictGroup{Verdict: record.VerdictPassed})
 		} else {
-			key.reasons = strings.Join(r, "\x00")
+			key := verdictKey{plugin: s.Plugin(), code: s.Code()}
+			if r := s.Reasons(); len(r) == 1 {
+				key.reasons = r[0]
+			} else {
+				key.reasons = strings.Join(r, "\x00")
+			}
+			var ok bool
+			if j, ok = rejected[key]; !ok {
+				j = len(out)
+				rejected[key] = j
+				out = append(out, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: PluginName(s.Plugin()), Code: s.Code().String(), Reasons: reasons(s)})
+			}
 		}
-		if _, ok := groups[key]; ok {
-			add(key, record.VerdictGroup{}, node)
-			continue
-		}
-		add(key, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: PluginName(s.Plugin()), Code: s.Code().String(), Reasons: reasons(s)}, node)
+		out[j].Count++
+		out[j].Nodes = append(out[j].Nodes, nodes.names[i])
 	}
-	sort.SliceStable(out, func(i, j int) bool { return verdictRank(out[i]) < verdictRank(out[j]) })
+	slices.SortStableFunc(out, func(x, y record.VerdictGroup) int { return cmp.Compare(verdictRank(x), verdictRank(y)) })
 	return out, counts
 }
 
@@ -414,9 +417,9 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		return nil
 	}
 	plugins := a.table.scorePlugins
-	index := make(map[string]int, len(plugins))
+	index := pluginIndex{byName: make(map[string]int, len(plugins))}
 	for i, p := range plugins {
-		index[p.Name] = i
+		index.byName[p.Name] = i
 	}
 	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, 0, len(a.scores))}
 	// One backing array for every node's raw, normalized and weighted
@@ -432,13 +435,13 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 			Weighted:   v[2*p : 3*p : 3*p],
 			Total:      ns.TotalScore,
 		}
-		for _, s := range ns.RawScores {
-			if i, ok := index[PluginName(s.Name)]; ok {
+		for j, s := range ns.RawScores {
+			if i, ok := index.of(&index.raw, j, s.Name); ok {
 				node.Raw[i] = s.Score
 			}
 		}
-		for _, s := range ns.Scores {
-			i, ok := index[PluginName(s.Name)]
+		for j, s := range ns.Scores {
+			i, ok := index.of(&index.weighted, j, s.Name)
 			if !ok {
 				node.Extenders += s.Score
 				continue
@@ -450,13 +453,41 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		}
 		out.Nodes = append(out.Nodes, node)
 	}
-	sort.SliceStable(out.Nodes, func(i, j int) bool {
-		if out.Nodes[i].Total != out.Nodes[j].Total {
-			return out.Nodes[i].Total > out.Nodes[j].Total
-		}
-		return out.Nodes[i].Node < out.Nodes[j].Node
+	// Node names are unique: the order is total.
+	slices.SortFunc(out.Nodes, func(x, y record.NodeScore) int {
+		return cmp.Or(cmp.Compare(y.Total, x.Total), strings.Compare(x.Node, y.Node))
 	})
 	return out
+}
+
+// pluginIndex finds the score plugin of each of a node's scores. The
+// framework lists every node's scores in the same plugin order, so the
+// position of the name seen at each place is remembered, and the name
+// looked up only when it differs.
+type pluginIndex struct {
+	byName        map[string]int // score plugin name to position
+	raw, weighted []seenPlugin   // by place in a node's RawScores and Scores
+}
+
+type seenPlugin struct {
+	name string
+	at   int // -1: not a score plugin (an extender)
+}
+
+func (x *pluginIndex) of(seen *[]seenPlugin, place int, name string) (int, bool) {
+	if place < len(*seen) && (*seen)[place].name == name {
+		at := (*seen)[place].at
+		return at, at >= 0
+	}
+	at, ok := x.byName[PluginName(name)]
+	if !ok {
+		at = -1
+	}
+	for len(*seen) <= place {
+		*seen = append(*seen, seenPlugin{at: -1})
+	}
+	(*seen)[place] = seenPlugin{name: name, at: at}
+	return at, ok
 }
 
 // reasons returns a status's reasons; a nil status (success) has none.

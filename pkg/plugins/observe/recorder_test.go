@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -76,21 +77,79 @@ func BenchmarkFilterCallParallel(b *testing.B) {
 }
 
 // BenchmarkBuildRecord measures turning a 5000-node attempt into its record,
-// which the background worker does off the scheduling path.
+// which the background worker does off the scheduling path: the attempt of
+// the default profile, which filters nodes until 500 are feasible and
+// scores those with its eight score plugins, and one where a third of the
+// nodes are rejected and none scored.
 func BenchmarkBuildRecord(b *testing.B) {
-	_, a, _, nodes := benchmarkAttempt(b, 5000)
-	reject := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)").WithPlugin(WrappedName("TaintToleration"))
-	for i, n := range nodes {
-		var s *fwk.Status
-		if i%3 == 0 {
-			s = reject
+	b.Run("default-profile", func(b *testing.B) {
+		_, a, _, nodes := benchmarkAttempt(b, 5000)
+		plugins := []string{"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"}
+		for _, p := range plugins {
+			a.table.scorePlugins = append(a.table.scorePlugins, record.ScorePlugin{Name: p, Weight: 1})
 		}
-		a.addVerdict(n.Node().Name, s)
+		for i, n := range nodes[:500] {
+			a.addVerdict(n.Node().Name, nil)
+			ns := fwk.NodePluginScores{Name: n.Node().Name}
+			for j, p := range plugins {
+				ns.RawScores = append(ns.RawScores, fwk.PluginScore{Name: WrappedName(p), Score: int64((i + j) % 100)})
+				ns.Scores = append(ns.Scores, fwk.PluginScore{Name: WrappedName(p), Score: int64((i + j) % 100)})
+				ns.TotalScore += int64((i + j) % 100)
+			}
+			a.scores = append(a.scores, ns)
+		}
+		a.scored, a.feasible, a.result = true, 500, record.ResultScheduled
+		b.ReportAllocs()
+		for b.Loop() {
+			a.build()
+		}
+	})
+	b.Run("rejected", func(b *testing.B) {
+		_, a, _, nodes := benchmarkAttempt(b, 5000)
+		reject := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)").WithPlugin(WrappedName("TaintToleration"))
+		for i, n := range nodes {
+			var s *fwk.Status
+			if i%3 == 0 {
+				s = reject
+			}
+			a.addVerdict(n.Node().Name, s)
+		}
+		a.result = record.ResultUnschedulable
+		b.ReportAllocs()
+		for b.Loop() {
+			a.build()
+		}
+	})
+}
+
+// TestScoreBreakdown checks that each node's scores land under their
+// plugin whatever order the node lists them in, that extenders' scores are
+// summed apart, and that nodes are ordered by total, then by name.
+func TestScoreBreakdown(t *testing.T) {
+	r := NewRecorder(Options{Sink: discard{}})
+	a := newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), emptyNodeSet)
+	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
+	score := func(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
+	a.scores = []fwk.NodePluginScores{
+		{Name: "n1", RawScores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 2)},
+			Scores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 4)}, TotalScore: 5},
+		{Name: "n2", RawScores: []fwk.PluginScore{score(WrappedName("B"), 3), score(WrappedName("A"), 7)},
+			Scores: []fwk.PluginScore{score(WrappedName("B"), 6), score(WrappedName("A"), 7), score("extender", 10)}, TotalScore: 23},
+		{Name: "n0", RawScores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 2)},
+			Scores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 4)}, TotalScore: 5},
 	}
-	a.result = record.ResultUnschedulable
-	b.ReportAllocs()
-	for b.Loop() {
-		a.build()
+	a.scored = true
+	got := a.scoreBreakdown()
+	want := &record.Scores{
+		Plugins: a.table.scorePlugins,
+		Nodes: []record.NodeScore{
+			{Node: "n2", Raw: []int64{7, 3}, Normalized: []int64{7, 3}, Weighted: []int64{7, 6}, Extenders: 10, Total: 23},
+			{Node: "n0", Raw: []int64{1, 2}, Normalized: []int64{1, 2}, Weighted: []int64{1, 4}, Total: 5},
+			{Node: "n1", Raw: []int64{1, 2}, Normalized: []int64{1, 2}, Weighted: []int64{1, 4}, Total: 5},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("score breakdown (-want +got):\n%s", diff)
 	}
 }
 
