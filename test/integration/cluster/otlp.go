@@ -25,7 +25,13 @@ type OTLPReceiver struct {
 
 // StartOTLPReceiver starts a receiver on a free loopback port.
 func StartOTLPReceiver() (*OTLPReceiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartOTLPReceiverAt("127.0.0.1:0")
+}
+
+// StartOTLPReceiverAt starts a receiver on addr, a loopback host:port: a
+// collector coming back on the address it had.
+func StartOTLPReceiverAt(addr string) (*OTLPReceiver, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +61,17 @@ func (r *OTLPReceiver) SpanCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.spans)
+}
+
+// SpanCounts returns the number of spans received per trace ID in hex.
+func (r *OTLPReceiver) SpanCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := map[string]int{}
+	for _, s := range r.spans {
+		counts[hex.EncodeToString(s.TraceId)]++
+	}
+	return counts
 }
 
 // Trace returns the spans received for a trace ID in hex.

@@ -3,14 +3,19 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
@@ -26,11 +31,7 @@ func TestCollectorDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	config := filepath.Join(t.TempDir(), "tracing.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: 127.0.0.1:%d\nsamplingRatePerMillion: 1000000\n", closed)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := startDedicatedScheduler(t, profile, "--tracing-config-file="+config)
+	s := startDedicatedScheduler(t, profile, "--tracing-config-file="+writeTracingConfig(t, fmt.Sprintf("127.0.0.1:%d", closed)))
 	ns := createNamespace(t)
 	// Ten nodes of 110 pods each hold the thousand.
 	var nodes []nodeSpec
@@ -38,12 +39,14 @@ func TestCollectorDown(t *testing.T) {
 		nodes = append(nodes, nodeSpec{name: fmt.Sprintf("collector-%d", i), cpu: "100", memory: "100Gi"})
 	}
 	createNodes(t, nodes...)
+	start := time.Now()
 	for i := range pods {
 		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("p-%04d", i)).SchedulerName(profile).Obj())
 	}
 	if err := cluster.WaitForBound(context.Background(), client, ns, pods, 5*time.Minute); err != nil {
 		t.Fatalf("not every pod was bound with the collector down: %v", err)
 	}
+	t.Logf("collector down: %d pods bound in %s", pods, time.Since(start).Round(time.Millisecond))
 	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		families, err := scrape(t, s.MetricsURL).Gather()
 		if err != nil {
@@ -59,5 +62,334 @@ func TestCollectorDown(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("no lost span was counted with the collector down: %v", err)
+	}
+	dropped, failed := lostSpans(t, s)
+	t.Logf("collector down: %.0f spans dropped, %.0f export failed", dropped, failed)
+}
+
+// TestCollectorSlow traces every attempt to a collector that accepts
+// connections and never answers: the gRPC handshake never completes, so
+// every export waits for its deadline. All 1000 pods must be bound as
+// quickly as with the collector down, every attempt must have its record,
+// and every span must end up counted as dropped or failed, none
+// unaccounted for.
+func TestCollectorSlow(t *testing.T) {
+	const (
+		profile = "collector-slow"
+		pods    = 1000
+	)
+	collector := startSilentCollector(t)
+	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, collector.Addr()))
+	ns := createNamespace(t)
+	var nodes []nodeSpec
+	for i := range 10 {
+		nodes = append(nodes, nodeSpec{name: fmt.Sprintf("collector-slow-%d", i), cpu: "100", memory: "100Gi"})
+	}
+	createNodes(t, nodes...)
+
+	// Created as TestCollectorDown creates them, for comparable times.
+	start := time.Now()
+	for i := range pods {
+		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("p-%04d", i)).SchedulerName(profile).Obj())
+	}
+	if err := cluster.WaitForBound(t.Context(), client, ns, pods, 5*time.Minute); err != nil {
+		t.Fatalf("not every pod was bound with the collector hanging: %v", err)
+	}
+	bound := time.Since(start)
+	recs := waitForScheduledRecords(t, s, ns, "p-", pods)
+	for name, rec := range recs {
+		if rec.TraceID == "" {
+			t.Errorf("the record of pod %s has no trace ID: it was not traced at 100%% sampling", name)
+		}
+	}
+	t.Logf("collector hanging: %d pods bound in %s, %d records", pods, bound.Round(time.Millisecond), len(recs))
+
+	// The queue drains one batch per export deadline; wait until every span
+	// the scheduler made is counted as lost.
+	var created int
+	var dropped, failed float64
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
+		_, created = tracedSpansOf(t, s)
+		dropped, failed = lostSpans(t, s)
+		if dropped+failed > float64(created) {
+			return false, fmt.Errorf("%.0f spans counted as lost, more than the %d made", dropped+failed, created)
+		}
+		return dropped+failed == float64(created), nil
+	})
+	t.Logf("collector hanging: %d spans made, %.0f dropped, %.0f export failed, %s after the first pod was created; %d connections accepted and never answered",
+		created, dropped, failed, time.Since(start).Round(time.Millisecond), collector.Accepted())
+	if err != nil {
+		t.Errorf("%d spans made, %.0f dropped + %.0f failed: not every span was counted as lost: %v", created, dropped, failed, err)
+	}
+	if failed == 0 {
+		t.Errorf("no export failed against a collector that never answers")
+	}
+	expectAlive(t, s)
+}
+
+// TestCollectorRestart stops the collector and starts it again on the same
+// address, with the scheduler running all along: spans arrive before the
+// stop, are counted as lost while it is down, and arrive again once it is
+// back, without restarting the scheduler. Every span made is received or
+// counted as lost.
+func TestCollectorRestart(t *testing.T) {
+	const (
+		profile = "collector-restart"
+		batch   = 200
+	)
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	first, err := cluster.StartOTLPReceiverAt(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Stop()
+	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, addr))
+	ns := createNamespace(t)
+	var nodes []nodeSpec
+	for i := range 8 {
+		nodes = append(nodes, nodeSpec{name: fmt.Sprintf("collector-restart-%d", i), cpu: "100", memory: "100Gi"})
+	}
+	createNodes(t, nodes...)
+	createBatch := func(prefix string, n, boundBefore int) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := cluster.CreatePods(t.Context(), client, ns, profile, n, func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.WaitForBound(t.Context(), client, ns, boundBefore+n, 2*time.Minute); err != nil {
+			t.Fatalf("batch %s: %v", prefix, err)
+		}
+		return time.Since(start)
+	}
+
+	// 1. The collector is up: every trace arrives whole.
+	took := createBatch("a-", batch, 0)
+	expectReceived(t, first, waitForScheduledRecords(t, s, ns, "a-", batch))
+	if dropped, failed := lostSpans(t, s); dropped+failed != 0 {
+		t.Errorf("collector up: %.0f spans dropped, %.0f failed, want none", dropped, failed)
+	}
+	t.Logf("collector up: %d pods bound in %s, %d spans received", batch, took.Round(time.Millisecond), first.SpanCount())
+
+	// 2. The collector is down: the pods are bound and the spans counted
+	// as lost.
+	first.Stop()
+	received := first.SpanCount()
+	took = createBatch("b-", batch, batch)
+	waitForScheduledRecords(t, s, ns, "b-", batch)
+	var dropped, failed float64
+	if err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		dropped, failed = lostSpans(t, s)
+		return failed > 0, nil
+	}); err != nil {
+		t.Fatalf("collector down: no failed export counted: %v", err)
+	}
+	t.Logf("collector down: %d pods bound in %s, %.0f spans dropped, %.0f failed so far", batch, took.Round(time.Millisecond), dropped, failed)
+
+	// 3. The collector is back on the same address. Pods arrive one every
+	// 100ms until a span does, then a burst whose traces must all arrive.
+	second, err := cluster.StartOTLPReceiverAt(addr)
+	if err != nil {
+		t.Fatalf("starting the collector again on %s: %v", addr, err)
+	}
+	defer second.Stop()
+	restarted := time.Now()
+	trickle := 0
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		if second.SpanCount() > 0 {
+			return true, nil
+		}
+		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("c-%04d", trickle)).SchedulerName(profile).Obj())
+		trickle++
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no span received within 3m of the collector's restart (%d pods created meanwhile): exports did not resume: %v", trickle, err)
+	}
+	resumed := time.Since(restarted)
+	t.Logf("collector restarted: first span received %s after the restart (%d pods created meanwhile)", resumed.Round(time.Millisecond), trickle)
+	took = createBatch("d-", batch, 2*batch+trickle)
+	expectReceived(t, second, waitForScheduledRecords(t, s, ns, "d-", batch))
+	t.Logf("collector back: %d pods bound in %s, all their traces received", batch, took.Round(time.Millisecond))
+
+	// Every span made is received or counted as lost.
+	var created int
+	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		_, created = tracedSpansOf(t, s)
+		dropped, failed = lostSpans(t, s)
+		received = first.SpanCount() + second.SpanCount()
+		return float64(received)+dropped+failed == float64(created), nil
+	})
+	t.Logf("collector restart: %d spans made, %d received (%d before the stop, %d after the restart), %.0f dropped, %.0f export failed",
+		created, received, first.SpanCount(), second.SpanCount(), dropped, failed)
+	if err != nil {
+		t.Errorf("%d spans made but %d received + %.0f dropped + %.0f failed: %v", created, received, dropped, failed, err)
+	}
+	expectAlive(t, s)
+}
+
+// silentCollector accepts TCP connections on loopback and never reads from
+// or writes to them: a collector that hangs.
+type silentCollector struct {
+	ln       net.Listener
+	mu       sync.Mutex
+	conns    []net.Conn
+	accepted int
+}
+
+func startSilentCollector(t *testing.T) *silentCollector {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &silentCollector{ln: ln}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, conn)
+			c.accepted++
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, conn := range c.conns {
+			_ = conn.Close()
+		}
+	})
+	return c
+}
+
+// Addr is the collector's host:port.
+func (c *silentCollector) Addr() string { return c.ln.Addr().String() }
+
+// Accepted is the number of connections accepted.
+func (c *silentCollector) Accepted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.accepted
+}
+
+// writeTracingConfig writes a TracingConfiguration for endpoint at 100%
+// sampling and returns its path.
+func writeTracingConfig(t *testing.T, endpoint string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tracing.yaml")
+	if err := os.WriteFile(path, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: "+endpoint+"\nsamplingRatePerMillion: 1000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// lostSpans returns schedscope_trace_spans_dropped_total and
+// schedscope_trace_spans_export_failed_total from s's /metrics.
+func lostSpans(t *testing.T, s *cluster.Scheduler) (dropped, failed float64) {
+	t.Helper()
+	_, families, err := cluster.Scrape(s.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster.Sum(families["schedscope_trace_spans_dropped_total"], nil), cluster.Sum(families["schedscope_trace_spans_export_failed_total"], nil)
+}
+
+// tracedSpans is the number of spans the tracer makes of rec, as the span
+// model of docs/tracing.md has it: the attempt, its queue wait if it
+// waited, the scheduling cycle, the binding cycle if there was one, and one
+// span per extension point run.
+func tracedSpans(rec *record.Attempt) int {
+	if rec.TraceID == "" {
+		return 0
+	}
+	n := 2 + len(rec.Points)
+	if !rec.Timing.Queued.IsZero() && rec.Timing.QueueWait > 0 {
+		n++
+	}
+	if rec.Timing.BindingCycle > 0 {
+		n++
+	}
+	return n
+}
+
+// tracedSpansOf returns the records of s, every one it made, and the spans
+// traced for them.
+func tracedSpansOf(t *testing.T, s *cluster.Scheduler) ([]*record.Attempt, int) {
+	t.Helper()
+	l, err := cluster.ListRecords(s.StreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Oldest > 1 {
+		t.Fatalf("the record stream evicted records %d to %d: the spans made can no longer be counted", 1, l.Oldest-1)
+	}
+	spans := 0
+	for _, rec := range l.Items {
+		spans += tracedSpans(rec)
+	}
+	return l.Items, spans
+}
+
+// waitForScheduledRecords waits until s has a scheduled record for n pods
+// of namespace ns whose name starts with prefix, and returns them by pod
+// name.
+func waitForScheduledRecords(t *testing.T, s *cluster.Scheduler, ns, prefix string, n int) map[string]*record.Attempt {
+	t.Helper()
+	recs := map[string]*record.Attempt{}
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		l, err := cluster.ListRecords(s.StreamURL)
+		if err != nil {
+			return false, err
+		}
+		clear(recs)
+		for _, rec := range l.Items {
+			if rec.Pod.Namespace == ns && strings.HasPrefix(rec.Pod.Name, prefix) && rec.Result == record.ResultScheduled {
+				recs[rec.Pod.Name] = rec
+			}
+		}
+		return len(recs) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d pods %s* have a scheduled record: %v", len(recs), n, prefix, err)
+	}
+	return recs
+}
+
+// expectReceived waits until r has received every span of the traces of
+// recs.
+func expectReceived(t *testing.T, r *cluster.OTLPReceiver, recs map[string]*record.Attempt) {
+	t.Helper()
+	var incomplete []string
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		counts := r.SpanCounts()
+		incomplete = incomplete[:0]
+		for name, rec := range recs {
+			if got, want := counts[rec.TraceID], tracedSpans(rec); got != want {
+				incomplete = append(incomplete, fmt.Sprintf("%s: %d of %d spans", name, got, want))
+			}
+		}
+		return len(incomplete) == 0, nil
+	})
+	if err != nil {
+		sort.Strings(incomplete)
+		t.Errorf("%d of %d traces not received whole, e.g. %v: %v", len(incomplete), len(recs), incomplete[:min(5, len(incomplete))], err)
+	}
+}
+
+// expectAlive checks that s still runs and answers /healthz.
+func expectAlive(t *testing.T, s *cluster.Scheduler) {
+	t.Helper()
+	if s.Exited() {
+		t.Fatalf("the scheduler exited: %v\n%s", s.Wait(0), s.Tail())
+	}
+	if _, err := cluster.GetWithToken(s.HealthURL); err != nil {
+		t.Errorf("the scheduler is not healthy: %v", err)
 	}
 }
