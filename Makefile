@@ -77,6 +77,10 @@ test-unit: ## Run the unit tests only.
 test-integration: build build-tools ## Run the integration and end-to-end tests only.
 	$(GO) test $(RACE) $(TEST_FLAGS) ./test/...
 
+.PHONY: test-reliability
+test-reliability: build ## Run the reliability tests alone (build tag reliability, not part of test): 5000 nodes, 10000 pods; no record lost; memory and throughput against plain kube-scheduler.
+	$(GO) test -tags reliability -count=1 -timeout 60m -v $(TEST_FLAGS) ./test/reliability/...
+
 .PHONY: bench-smoke
 bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
 	@mkdir -p $(BENCH_OUT)/smoke
@@ -93,6 +97,7 @@ bench: build ## Measure schedscope's overhead against plain kube-scheduler (sche
 verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered manifests.
 	@test -z "$$(gofmt -l cmd pkg test hack config manifests)" || { gofmt -l cmd pkg test hack config manifests; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags reliability ./test/reliability/...
 	$(GO) mod tidy -diff
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
