@@ -90,7 +90,9 @@ func (q *queueProcessor) run() {
 				batch = q.export(batch)
 			}
 		case <-ticker.C:
-			batch = q.export(batch)
+			// A tick that waited while an export was stuck must not send a
+			// nearly empty batch: take what is queued first.
+			batch = q.export(q.fill(batch))
 		case ack := <-q.flushReq:
 			batch = q.exportQueued(batch)
 			close(ack)
@@ -99,6 +101,19 @@ func (q *queueProcessor) run() {
 			return
 		}
 	}
+}
+
+// fill adds queued spans to batch, without waiting, until it is full.
+func (q *queueProcessor) fill(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	for len(batch) < q.batchSize {
+		select {
+		case s := <-q.queue:
+			batch = append(batch, s)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // exportQueued exports batch and every span queued now.
