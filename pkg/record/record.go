@@ -78,7 +78,7 @@ type Attempt struct {
 	// Result is the outcome.
 	Result Result `json:"result"`
 	// Message explains a failed attempt, as the scheduler reports it in its
-	// FailedScheduling event.
+	// FailedScheduling event, cut to MaxTextBytes.
 	Message string `json:"message,omitempty"`
 	// FailedPoint is the extension point that ended a failed attempt.
 	FailedPoint string `json:"failedPoint,omitempty"`
@@ -143,7 +143,9 @@ type PointRun struct {
 	// Code is the framework status code the point returned ("Success", ...).
 	Code string `json:"code"`
 	// Plugin is the plugin whose status ended the point, if it failed.
-	Plugin  string   `json:"plugin,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+	// Reasons are the status's reasons, bounded by CutReasons, as in every
+	// reasons list of a record.
 	Reasons []string `json:"reasons,omitempty"`
 }
 

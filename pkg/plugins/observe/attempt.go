@@ -245,7 +245,7 @@ func (a *attempt) build() *record.Attempt {
 		Profile:       a.table.name,
 		Attempt:       a.number,
 		Result:        a.result,
-		Message:       a.message,
+		Message:       record.CutText(a.message, record.MaxTextBytes),
 		FailedPoint:   a.failedPoint,
 		SelectedNode:  a.selectedNode,
 		NominatedNode: a.nominatedNode,
@@ -490,10 +490,12 @@ func (x *pluginIndex) of(seen *[]seenPlugin, place int, name string) (int, bool)
 	return at, ok
 }
 
-// reasons returns a status's reasons; a nil status (success) has none.
+// reasons returns a status's reasons as a record keeps them, bounded by
+// record.CutReasons; a nil status (success) has none. The status itself is
+// not changed: it is what the scheduler sees.
 func reasons(s *fwk.Status) []string {
 	if s == nil {
 		return nil
 	}
-	return s.Reasons()
+	return record.CutReasons(s.Reasons())
 }
