@@ -59,7 +59,7 @@ func buildTrace(ctx context.Context, tracer trace.Tracer, rec *record.Attempt, l
 		return root.SpanContext()
 	}
 	if rec.Result != record.ResultScheduled {
-		root.SetStatus(codes.Error, rec.Message)
+		root.SetStatus(codes.Error, cut(rec.Message))
 	}
 
 	if !tm.Queued.IsZero() && tm.QueueWait > 0 {
@@ -131,10 +131,10 @@ func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
 		latency = rec.Timing.Finished.Sub(rec.Timing.Started)
 	}
 	attrs := []attribute.KeyValue{
-		semconv.K8SPodName(rec.Pod.Name),
-		semconv.K8SNamespaceName(rec.Pod.Namespace),
-		semconv.K8SPodUID(rec.Pod.UID),
-		ProfileKey.String(rec.Profile),
+		stringAttr(semconv.K8SPodNameKey, rec.Pod.Name),
+		stringAttr(semconv.K8SNamespaceNameKey, rec.Pod.Namespace),
+		stringAttr(semconv.K8SPodUIDKey, rec.Pod.UID),
+		stringAttr(ProfileKey, rec.Profile),
 		AttemptKey.Int(rec.Attempt),
 		ResultKey.String(string(rec.Result)),
 		LatencyKey.Float64(latency.Seconds()),
@@ -143,38 +143,38 @@ func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
 		NodesFeasibleKey.Int(rec.Nodes.Feasible),
 	}
 	if rec.SelectedNode != "" {
-		attrs = append(attrs, semconv.K8SNodeName(rec.SelectedNode))
+		attrs = append(attrs, stringAttr(semconv.K8SNodeNameKey, rec.SelectedNode))
 	}
 	if rec.Result != record.ResultScheduled {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(string(rec.Result)))
 	}
 	if rec.Message != "" {
-		attrs = append(attrs, MessageKey.String(rec.Message))
+		attrs = append(attrs, stringAttr(MessageKey, rec.Message))
 	}
 	if rec.FailedPoint != "" {
-		attrs = append(attrs, FailedPointKey.String(rec.FailedPoint))
+		attrs = append(attrs, stringAttr(FailedPointKey, rec.FailedPoint))
 		for _, p := range rec.Points {
 			if p.Point == rec.FailedPoint && p.Code != codeSuccess && p.Plugin != "" {
-				attrs = append(attrs, PluginKey.String(p.Plugin))
+				attrs = append(attrs, stringAttr(PluginKey, p.Plugin))
 				break
 			}
 		}
 	}
 	if rec.NominatedNode != "" {
-		attrs = append(attrs, NominatedNodeKey.String(rec.NominatedNode))
+		attrs = append(attrs, stringAttr(NominatedNodeKey, rec.NominatedNode))
 	}
 	if len(rec.Victims) > 0 {
 		names := make([]string, 0, min(len(rec.Victims), maxVictims))
 		for _, v := range rec.Victims[:min(len(rec.Victims), maxVictims)] {
 			names = append(names, v.Namespace+"/"+v.Name)
 		}
-		attrs = append(attrs, VictimsCountKey.Int(len(rec.Victims)), VictimsKey.StringSlice(names))
+		attrs = append(attrs, VictimsCountKey.Int(len(rec.Victims)), listAttr(VictimsKey, names))
 	}
 	if h := rejections(rec.Filter); len(h) > 0 {
-		attrs = append(attrs, RejectionsKey.StringSlice(h))
+		attrs = append(attrs, listAttr(RejectionsKey, h))
 	}
 	if rec.Scores != nil && rec.Scores.SkippedReason != "" {
-		attrs = append(attrs, ScoringSkippedKey.String(rec.Scores.SkippedReason))
+		attrs = append(attrs, stringAttr(ScoringSkippedKey, rec.Scores.SkippedReason))
 	}
 	return attrs
 }
@@ -205,19 +205,19 @@ func rejections(groups []record.VerdictGroup) []string {
 // pointSpan starts the span of one extension point run. The caller ends it.
 func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trace.Span {
 	name := p.Point
-	attrs := []attribute.KeyValue{CodeKey.String(p.Code)}
+	attrs := []attribute.KeyValue{stringAttr(CodeKey, p.Code)}
 	if !knownPoints[name] {
 		name = spanOtherPoint
 	}
 	if p.Plugin != "" {
-		attrs = append(attrs, PluginKey.String(p.Plugin))
+		attrs = append(attrs, stringAttr(PluginKey, p.Plugin))
 	}
 	if len(p.Reasons) > 0 {
-		attrs = append(attrs, ReasonsKey.StringSlice(p.Reasons))
+		attrs = append(attrs, listAttr(ReasonsKey, p.Reasons))
 	}
 	switch p.Code {
 	case codeError, codeUnschedulable, codeUnschedulableAndUnresolvable:
-		attrs = append(attrs, semconv.ErrorTypeKey.String(p.Code))
+		attrs = append(attrs, stringAttr(semconv.ErrorTypeKey, p.Code))
 	}
 	_, span := tracer.Start(ctx, name, trace.WithTimestamp(p.Start), trace.WithAttributes(attrs...))
 	switch p.Code {
@@ -229,7 +229,7 @@ func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trac
 		if len(p.Reasons) > 0 {
 			desc += ": " + strings.Join(p.Reasons, "; ")
 		}
-		span.SetStatus(codes.Error, desc)
+		span.SetStatus(codes.Error, cut(desc))
 	}
 	return span
 }
@@ -238,15 +238,15 @@ func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trac
 func addPluginEvents(span trace.Span, runs []record.PluginRun, at time.Time) {
 	for _, r := range runs {
 		attrs := []attribute.KeyValue{
-			PluginKey.String(r.Plugin),
+			stringAttr(PluginKey, r.Plugin),
 			PluginDurationKey.Float64(r.Duration.Seconds()),
 			PluginCallsKey.Int64(r.Calls),
 		}
 		if r.Code != "" {
-			attrs = append(attrs, CodeKey.String(r.Code))
+			attrs = append(attrs, stringAttr(CodeKey, r.Code))
 		}
 		if len(r.Reasons) > 0 {
-			attrs = append(attrs, ReasonsKey.StringSlice(r.Reasons))
+			attrs = append(attrs, listAttr(ReasonsKey, r.Reasons))
 		}
 		if r.PermitWait > 0 {
 			attrs = append(attrs, PermitWaitKey.Float64(r.PermitWait.Seconds()))
@@ -268,16 +268,16 @@ func addVerdictEvents(span trace.Span, groups []record.VerdictGroup, at time.Tim
 	for _, g := range shown[:min(len(shown), maxVerdictEvents)] {
 		attrs := []attribute.KeyValue{
 			NodeCountKey.Int(groupSize(g)),
-			NodesSampleKey.StringSlice(g.Nodes[:min(len(g.Nodes), maxNodesSample)]),
+			listAttr(NodesSampleKey, g.Nodes[:min(len(g.Nodes), maxNodesSample)]),
 		}
 		name := EventNodesRejected
 		if g.Verdict == record.VerdictNotEvaluated {
 			name = EventNodesNotEvaluated
-			attrs = append(attrs, NotEvaluatedReasonKey.String(g.NotEvaluatedReason))
+			attrs = append(attrs, stringAttr(NotEvaluatedReasonKey, g.NotEvaluatedReason))
 		} else {
-			attrs = append(attrs, PluginKey.String(g.Plugin), CodeKey.String(g.Code))
+			attrs = append(attrs, stringAttr(PluginKey, g.Plugin), stringAttr(CodeKey, g.Code))
 			if len(g.Reasons) > 0 {
-				attrs = append(attrs, ReasonsKey.StringSlice(g.Reasons))
+				attrs = append(attrs, listAttr(ReasonsKey, g.Reasons))
 			}
 		}
 		span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
@@ -297,10 +297,10 @@ func addScoreEvents(span trace.Span, scores *record.Scores, at time.Time) {
 			}
 		}
 		span.AddEvent(EventNodeScore, trace.WithTimestamp(at), trace.WithAttributes(
-			semconv.K8SNodeName(n.Node),
+			stringAttr(semconv.K8SNodeNameKey, n.Node),
 			ScoreRankKey.Int(i+1),
 			ScoreTotalKey.Int64(n.Total),
-			ScorePluginsKey.StringSlice(perPlugin),
+			listAttr(ScorePluginsKey, perPlugin),
 		))
 	}
 }

@@ -44,9 +44,11 @@ const (
 	batchSize     = 512
 	batchTimeout  = time.Second
 	exportTimeout = 10 * time.Second
-	// MaxAttributeLength bounds each string attribute value, in bytes: pod
-	// data and plugin messages reach spans, and a span must stay small
-	// whatever a pod carries. The full text is in the record.
+	// MaxAttributeLength bounds each string a span carries (attribute and
+	// event values, each element of a list, status descriptions), in bytes:
+	// pod data and plugin messages reach spans, and a span must stay small
+	// whatever a pod carries. cut enforces it; the SDK's own limit, set to
+	// it below, counts characters and only backs it up.
 	MaxAttributeLength = 4096
 )
 
