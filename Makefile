@@ -28,9 +28,9 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build schedscope and the etcd, kube-apiserver and kube-scheduler it is tested against into bin/.
+build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is tested against, and the benchmark's OTLP sink into bin/.
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... $(UPSTREAM)
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... ./hack/otlpsink $(UPSTREAM)
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
 
 .PHONY: build-tools
@@ -84,7 +84,7 @@ test-reliability: build ## Run the reliability tests alone (build tag reliabilit
 .PHONY: bench-smoke
 bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
 	@mkdir -p $(BENCH_OUT)/smoke
-	for mode in plain recording tracing collector-down; do \
+	for mode in plain recording tracing collector-down collector-slow; do \
 		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench 'BenchmarkPerfScheduling/SchedulingBasic/5Nodes$$' \
 			-benchtime=1x -perf-scheduling-label-filter= -schedscope-mode=$$mode -schedscope-require-records || exit 1; \
 	done

@@ -1,28 +1,34 @@
 // Command bench measures what schedscope costs the scheduler. It runs the
-// upstream scheduler_perf workloads (test/bench) in three modes, plain
+// upstream scheduler_perf workloads (test/bench) in five modes, plain
 // kube-scheduler, schedscope recording, schedscope recording and tracing
-// to a live receiver, and tracing to a collector that is down, interleaved, each run in its own process, then prints for each
-// workload the median throughput of each mode, the ratios to plain and the
-// peak heap. It also runs the recorder micro-benchmarks. Raw results go to
-// -out.
+// to a live receiver in its own process, and tracing to a collector that
+// is down or that never answers, interleaved, each run in its own
+// process. It prints for each workload the median throughput of each
+// mode, the ratios to plain (and of the collector modes to recording,
+// tracing off) and the peak heap, then the recorder micro-benchmarks. Raw
+// results go to -out.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
-var modes = []string{"plain", "recording", "tracing", "collector-down"}
+var modes = []string{"plain", "recording", "tracing", "collector-down", "collector-slow"}
 
 // workload is one upstream workload: its file, and the benchmark name.
 type workload struct {
@@ -83,34 +89,73 @@ func main() {
 	}
 
 	table := io.MultiWriter(os.Stdout, raw)
-	fmt.Fprintln(table, "\nThroughput (pods/s, median of runs), ratio to plain kube-scheduler, and peak heap (MiB, median; includes the in-process kube-apiserver)")
+	fmt.Fprintln(table, "\nThroughput (pods/s, median of runs); ratios to plain kube-scheduler, and of the collector modes to recording (tracing off); peak heap (MiB, median; includes the in-process kube-apiserver)")
 	tw := tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\trecording/plain\ttracing/plain\tdown/plain\theap plain\theap recording\theap tracing\trecords lost")
+	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecording/plain\ttracing/plain\tdown/recording\tslow/recording\theap plain\theap recording\theap tracing\trecords lost")
 	for _, w := range workloads {
 		byMode, ok := results[w.name]
 		if !ok {
 			continue
 		}
-		plain, recording, tracing := median(byMode["plain"], throughput), median(byMode["recording"], throughput), median(byMode["tracing"], throughput)
-		down := median(byMode["collector-down"], throughput)
+		pods := func(mode string) float64 { return median(byMode[mode], throughput) }
+		plain, recording, tracing := pods("plain"), pods("recording"), pods("tracing")
+		down, slow := pods("collector-down"), pods("collector-slow")
 		var lost int64
-		for _, m := range []string{"recording", "tracing", "collector-down"} {
+		for _, m := range modes[1:] {
 			for _, r := range byMode[m] {
 				lost += r.Records - r.RecordsRead + int64(r.Dropped)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%d\n", w.name, plain, recording, tracing, down, recording/plain, tracing/plain, down/plain,
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%d\n", w.name, plain, recording, tracing, down, slow,
+			recording/plain, tracing/plain, down/recording, slow/recording,
 			median(byMode["plain"], heapMiB), median(byMode["recording"], heapMiB), median(byMode["tracing"], heapMiB), lost)
 	}
 	tw.Flush()
 
-	fmt.Fprintln(table, "\nRecorder micro-benchmarks (per node-plugin call, and per 5000-node record built off the scheduling path):")
-	micro := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s", "./pkg/plugins/observe")
+	fmt.Fprintln(table, "\nRecorder and tracer micro-benchmarks (per node-plugin call, per 5000-node record built and per attempt traced, off the scheduling path):")
+	micro := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s", "./pkg/plugins/observe", "./pkg/tracing")
 	micro.Stdout, micro.Stderr = table, raw
 	if err := micro.Run(); err != nil {
 		log.Fatalf("micro-benchmarks: %v", err)
 	}
+
+	fmt.Fprintln(table, "\nSidecar ingest of 5000-node records, stream to SQLite (BenchmarkFollow):")
+	var ingest bytes.Buffer
+	follow := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkFollow", "-benchtime", "2000x", "./pkg/sidecar/follow")
+	follow.Stdout, follow.Stderr = io.MultiWriter(table, &ingest), raw
+	if err := follow.Run(); err != nil {
+		log.Fatalf("ingest benchmark: %v", err)
+	}
+	if byMode, ok := results["SchedulingBasic/5000Nodes"]; ok {
+		var peak float64
+		for _, runs := range byMode {
+			for _, r := range runs {
+				peak = max(peak, r.Throughput)
+			}
+		}
+		rates := recordsPerSecond(ingest.String())
+		for _, name := range slices.Sorted(maps.Keys(rates)) {
+			rate := rates[name]
+			fmt.Fprintf(table, "%s: %.0f records/s, %.2f times the scheduler's peak of %.1f pods/s at 5000 nodes (best run above)\n", name, rate, rate/peak, peak)
+		}
+	}
 	log.Printf("raw results in %s", raw.Name())
+}
+
+// recordsPerSecond reads the records/s of each benchmark in go test output.
+func recordsPerSecond(out string) map[string]float64 {
+	rates := map[string]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		for i := 1; i < len(fields); i++ {
+			if fields[i] == "records/s" {
+				if v, err := strconv.ParseFloat(fields[i-1], 64); err == nil {
+					rates[fields[0]] = v
+				}
+			}
+		}
+	}
+	return rates
 }
 
 func throughput(r run) float64 { return r.Throughput }

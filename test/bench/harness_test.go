@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ import (
 )
 
 var (
-	mode           = flag.String("schedscope-mode", "plain", "plain, recording or tracing")
+	mode           = flag.String("schedscope-mode", "plain", "plain, recording, tracing, collector-down or collector-slow")
 	workloadFile   = flag.String("schedscope-workload-file", "misc/performance-config.yaml", "upstream workload file, relative to k8s.io/kubernetes/test/integration/scheduler_perf")
 	resultFile     = flag.String("schedscope-result-file", "", "append one JSON line per run: mode, peak heap, records, spans")
 	requireRecords = flag.Bool("schedscope-require-records", false, "fail unless the observed modes recorded an attempt for every scheduled pod (for the smoke run)")
@@ -73,7 +74,7 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	switch *mode {
 	case "plain":
 		perf.RunBenchmarkPerfScheduling(b, upstream, topic, nil)
-	case "recording", "tracing", "collector-down":
+	case "recording", "tracing", "collector-down", "collector-slow":
 		observed, err := observedWorkloadFile(upstream, b.TempDir())
 		if err != nil {
 			b.Fatal(err)
@@ -90,11 +91,11 @@ func BenchmarkPerfScheduling(b *testing.B) {
 		if *requireRecords && *mode == "tracing" && res.SpansReceived == 0 {
 			b.Fatal("the OTLP receiver received no span")
 		}
-		if *requireRecords && *mode == "collector-down" && res.SpansLost == 0 {
+		if *requireRecords && (*mode == "collector-down" || *mode == "collector-slow") && res.SpansLost == 0 {
 			b.Fatal("no span was counted lost with the collector down")
 		}
 	default:
-		b.Fatalf("-schedscope-mode=%q: want plain, recording, tracing or collector-down", *mode)
+		b.Fatalf("-schedscope-mode=%q: want plain, recording, tracing, collector-down or collector-slow", *mode)
 	}
 }
 
@@ -177,7 +178,8 @@ type observer struct {
 	recorder *observe.Recorder
 	buffer   *stream.Buffer
 	tracer   *tracing.Tracer
-	receiver *cluster.OTLPReceiver
+	sink     *otlpSink
+	silent   *silentCollector
 
 	once    sync.Once
 	cancel  context.CancelFunc
@@ -187,19 +189,28 @@ type observer struct {
 }
 
 // newObserver wires the observation of a mode: recording; tracing, to a
-// live OTLP receiver; collector-down, tracing to a closed port.
+// live OTLP receiver; collector-down, tracing to a closed port;
+// collector-slow, tracing to a collector that accepts connections and
+// never answers.
 func newObserver(b *testing.B, res *result, mode string) *observer {
 	o := &observer{b: b, res: res, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
 	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(*record.Attempt) { o.records.Add(1) }})
 	if mode != "recording" {
 		var endpoint string
 		if mode == "tracing" {
-			receiver, err := cluster.StartOTLPReceiver()
+			sink, err := startOTLPSink()
 			if err != nil {
 				b.Fatal(err)
 			}
-			o.receiver = receiver
-			endpoint = receiver.Addr
+			o.sink = sink
+			endpoint = sink.addr
+		} else if mode == "collector-slow" {
+			silent, err := startSilentCollector()
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.silent = silent
+			endpoint = silent.addr
 		} else {
 			port, err := cluster.FreePort()
 			if err != nil {
@@ -279,9 +290,105 @@ func (o *observer) stop() {
 		o.res.SpansLost = o.tracer.DroppedSpans() + o.tracer.FailedSpans()
 	}
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
-	if o.receiver != nil {
-		o.res.SpansReceived = int64(o.receiver.SpanCount())
-		o.receiver.Stop()
+	if o.silent != nil {
+		o.silent.stop()
+	}
+	if o.sink != nil {
+		spans, err := o.sink.stop()
+		if err != nil {
+			o.b.Error(err)
+		}
+		o.res.SpansReceived = spans
+	}
+}
+
+// otlpSink is a live OTLP receiver in its own process (hack/otlpsink), as
+// a collector is: its work is not the scheduler's.
+type otlpSink struct {
+	addr string
+	cmd  *exec.Cmd
+	out  *bufio.Reader
+}
+
+func startOTLPSink() (*otlpSink, error) {
+	binary, err := cluster.Binary("otlpsink")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the OTLP sink: %w", err)
+	}
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
+	addr, found := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !found {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("the OTLP sink did not start: %q: %v", line, err)
+	}
+	return &otlpSink{addr: addr, cmd: cmd, out: out}, nil
+}
+
+// stop ends the sink and returns the spans it received.
+func (s *otlpSink) stop() (int64, error) {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	var count struct{ Spans int64 }
+	decodeErr := json.NewDecoder(s.out).Decode(&count)
+	if err := s.cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("the OTLP sink: %w", err)
+	}
+	if decodeErr != nil {
+		return 0, fmt.Errorf("reading the OTLP sink's span count: %w", decodeErr)
+	}
+	return count.Spans, nil
+}
+
+// silentCollector accepts connections and never reads or answers: a
+// collector that hangs.
+type silentCollector struct {
+	addr     string
+	listener net.Listener
+	done     chan struct{}
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startSilentCollector() (*silentCollector, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	c := &silentCollector{addr: ln.Addr().String(), listener: ln, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.conns = append(c.conns, conn)
+			c.mu.Unlock()
+		}
+	}()
+	return c, nil
+}
+
+// stop closes the listener and every connection it held.
+func (c *silentCollector) stop() {
+	_ = c.listener.Close()
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		_ = conn.Close()
 	}
 }
 
