@@ -14,6 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	v1 "k8s.io/api/core/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version"
@@ -44,6 +46,9 @@ const (
 	batchSize     = 512
 	batchTimeout  = time.Second
 	exportTimeout = 10 * time.Second
+	// maxReconnectDelay bounds the wait between reconnections to a
+	// collector that went away.
+	maxReconnectDelay = 5 * time.Second
 	// MaxAttributeLength bounds each string a span carries (attribute and
 	// event values, each element of a list, status descriptions), in bytes:
 	// pod data and plugin messages reach spans, and a span must stay small
@@ -132,7 +137,16 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 		}
 		exporter := opts.Exporter
 		if exporter == nil {
-			grpcOpts := []otlptracegrpc.Option{otlptracegrpc.WithInsecure()}
+			grpcOpts := []otlptracegrpc.Option{
+				otlptracegrpc.WithInsecure(),
+				// gRPC waits up to two minutes between reconnections by
+				// default: a collector back after a long outage would get no
+				// span for that long. Exports fail and are counted meanwhile.
+				otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
+					Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectDelay},
+					MinConnectTimeout: 5 * time.Second,
+				})),
+			}
 			if cfg.Endpoint != nil {
 				grpcOpts = append(grpcOpts, otlptracegrpc.WithEndpoint(*cfg.Endpoint))
 			}
