@@ -179,7 +179,7 @@ type observer struct {
 	buffer   *stream.Buffer
 	tracer   *tracing.Tracer
 	sink     *otlpSink
-	silent   *silentCollector
+	silent   *cluster.SilentCollector
 
 	once    sync.Once
 	cancel  context.CancelFunc
@@ -205,12 +205,12 @@ func newObserver(b *testing.B, res *result, mode string) *observer {
 			o.sink = sink
 			endpoint = sink.addr
 		} else if mode == "collector-slow" {
-			silent, err := startSilentCollector()
+			silent, err := cluster.StartSilentCollector()
 			if err != nil {
 				b.Fatal(err)
 			}
 			o.silent = silent
-			endpoint = silent.addr
+			endpoint = silent.Addr
 		} else {
 			port, err := cluster.FreePort()
 			if err != nil {
@@ -291,7 +291,7 @@ func (o *observer) stop() {
 	}
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
 	if o.silent != nil {
-		o.silent.stop()
+		o.silent.Stop()
 	}
 	if o.sink != nil {
 		spans, err := o.sink.stop()
@@ -347,49 +347,6 @@ func (s *otlpSink) stop() (int64, error) {
 		return 0, fmt.Errorf("reading the OTLP sink's span count: %w", decodeErr)
 	}
 	return count.Spans, nil
-}
-
-// silentCollector accepts connections and never reads or answers: a
-// collector that hangs.
-type silentCollector struct {
-	addr     string
-	listener net.Listener
-	done     chan struct{}
-
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func startSilentCollector() (*silentCollector, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	c := &silentCollector{addr: ln.Addr().String(), listener: ln, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, conn)
-			c.mu.Unlock()
-		}
-	}()
-	return c, nil
-}
-
-// stop closes the listener and every connection it held.
-func (c *silentCollector) stop() {
-	_ = c.listener.Close()
-	<-c.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		_ = conn.Close()
-	}
 }
 
 // heapSampler tracks the peak of live heap objects.

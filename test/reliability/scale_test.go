@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -423,24 +422,7 @@ func (w *podWatch) node(pod string) string {
 // startControlPlane starts etcd and kube-apiserver for one test, in a
 // directory that is kept, with every log, when the test fails.
 func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "schedscope-reliability-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cluster.StartControlPlane(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cp.Stop()
-		if t.Failed() {
-			t.Logf("logs kept in %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
-	return cp
+	return cluster.StartTestControlPlane(t, "schedscope-reliability-")
 }
 
 // fastClient returns a client whose rate limit is far above what the

@@ -9,7 +9,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -34,24 +33,7 @@ const (
 // startControlPlane starts etcd and kube-apiserver for one test, in a
 // directory that is kept, with every log, when the test fails.
 func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "schedscope-faults-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cluster.StartControlPlane(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cp.Stop()
-		if t.Failed() {
-			t.Logf("logs kept in %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
-	return cp
+	return cluster.StartTestControlPlane(t, "schedscope-faults-")
 }
 
 func startScheduler(t *testing.T, cp *cluster.ControlPlane, name string, extra ...string) *cluster.Scheduler {

@@ -248,24 +248,7 @@ func TestHostilePods(t *testing.T) {
 // startControlPlane starts etcd and kube-apiserver for the test, in a
 // directory that is kept, with every log, when the test fails.
 func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "schedscope-hostile-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := cluster.StartControlPlane(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cp.Stop()
-		if t.Failed() {
-			t.Logf("logs kept in %s", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	})
-	return cp
+	return cluster.StartTestControlPlane(t, "schedscope-hostile-")
 }
 
 // createNodes creates four nodes of differing sizes: two with 63-byte

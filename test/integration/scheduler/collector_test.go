@@ -3,12 +3,10 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,7 +77,7 @@ func TestCollectorSlow(t *testing.T) {
 		pods    = 1000
 	)
 	collector := startSilentCollector(t)
-	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, collector.Addr()))
+	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, collector.Addr))
 	ns := createNamespace(t)
 	var nodes []nodeSpec
 	for i := range 10 {
@@ -230,53 +228,14 @@ func TestCollectorRestart(t *testing.T) {
 	expectAlive(t, s)
 }
 
-// silentCollector accepts TCP connections on loopback and never reads from
-// or writes to them: a collector that hangs.
-type silentCollector struct {
-	ln       net.Listener
-	mu       sync.Mutex
-	conns    []net.Conn
-	accepted int
-}
-
-func startSilentCollector(t *testing.T) *silentCollector {
+func startSilentCollector(t *testing.T) *cluster.SilentCollector {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := cluster.StartSilentCollector()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &silentCollector{ln: ln}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, conn)
-			c.accepted++
-			c.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		for _, conn := range c.conns {
-			_ = conn.Close()
-		}
-	})
+	t.Cleanup(c.Stop)
 	return c
-}
-
-// Addr is the collector's host:port.
-func (c *silentCollector) Addr() string { return c.ln.Addr().String() }
-
-// Accepted is the number of connections accepted.
-func (c *silentCollector) Accepted() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.accepted
 }
 
 // writeTracingConfig writes a TracingConfiguration for endpoint at 100%
