@@ -40,7 +40,7 @@ type Sources struct {
 	DroppedSpans func() float64
 	// FailedSpans counts spans whose export failed.
 	FailedSpans func() float64
-	// MalformedTraceparents counts pods whose traceparent annotation was ignored.
+	// MalformedTraceparents counts attempts whose pod's traceparent annotation was ignored.
 	MalformedTraceparents func() float64
 }
 
@@ -236,7 +236,7 @@ func newPipelineCollector(s Sources) *pipelineCollector {
 		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
 		desc("trace_spans_dropped_total", "Spans dropped before export because the export queue was full.", metrics.CounterValue, s.DroppedSpans),
 		desc("trace_spans_export_failed_total", "Spans lost because their export failed, e.g. with the collector unreachable.", metrics.CounterValue, s.FailedSpans),
-		desc("trace_malformed_traceparent_total", "Pods whose traceparent annotation was malformed and ignored.", metrics.CounterValue, s.MalformedTraceparents),
+		desc("trace_malformed_traceparent_total", "Attempts whose pod had a malformed traceparent annotation, which was ignored (a pod counts once per attempt).", metrics.CounterValue, s.MalformedTraceparents),
 	}}
 }
 
