@@ -49,7 +49,7 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 
 .PHONY: test
 test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
-	$(GO) test $(RACE) $(TEST_FLAGS) ./...
+	$(GO) test $(RACE) -timeout 30m $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
 
 .PHONY: fuzz
@@ -75,7 +75,7 @@ test-unit: ## Run the unit tests only.
 
 .PHONY: test-integration
 test-integration: build build-tools ## Run the integration and end-to-end tests only.
-	$(GO) test $(RACE) $(TEST_FLAGS) ./test/...
+	$(GO) test $(RACE) -timeout 30m $(TEST_FLAGS) ./test/...
 
 .PHONY: test-reliability
 test-reliability: build ## Run the reliability tests alone (build tag reliability, not part of test): 5000 nodes, 10000 pods; no record lost; memory and throughput against plain kube-scheduler.
