@@ -13,11 +13,15 @@ import (
 // leaseName is the lease the replicas compete for, in kube-system.
 const leaseName = "schedscope-scheduler"
 
-// leaderElection is kube-scheduler's leader election with short durations,
-// so that a takeover takes seconds.
+// leaderElection is kube-scheduler's leader election with durations short
+// enough for a takeover in seconds, and a renew deadline long enough that
+// a leader on a loaded machine keeps its lease: a leader that cannot renew
+// exits, as kube-scheduler does (its lease request times out at half the
+// deadline; at 2s, a busy apiserver under the race detector made the new
+// leader give up).
 var leaderElection = []string{
 	"--leader-elect=true", "--leader-elect-resource-name=" + leaseName, "--leader-elect-resource-namespace=kube-system",
-	"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms",
+	"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s",
 }
 
 // TestLeaderKilled runs two schedscope-scheduler replicas with leader
