@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -61,7 +60,7 @@ func (b *Buffer) Add(a *record.Attempt) error {
 	seq := b.last + 1
 	b.mu.Unlock()
 	a.Seq = seq
-	data, err := json.Marshal(a)
+	data, err := record.Encode(a)
 	if err != nil {
 		a.Seq = 0
 		return fmt.Errorf("encoding the record of attempt %d of pod %s/%s: %w", a.Attempt, a.Pod.Namespace, a.Pod.Name, err)

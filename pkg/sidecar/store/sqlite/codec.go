@@ -43,7 +43,7 @@ func decompress(data []byte) ([]byte, error) {
 }
 
 func encodeAttempt(a *record.Attempt) ([]byte, error) {
-	data, err := json.Marshal(a)
+	data, err := record.Encode(a)
 	if err != nil {
 		return nil, fmt.Errorf("encoding record %d: %w", a.Seq, err)
 	}
