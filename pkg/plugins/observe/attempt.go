@@ -421,14 +421,25 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 	for i, p := range plugins {
 		index.byName[p.Name] = i
 	}
-	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, 0, len(a.scores))}
+	// Highest total first; node names are unique, so the order is total.
+	// The small keys are sorted, not the nodes' scores.
+	order := make([]scoreKey, len(a.scores))
+	for k, ns := range a.scores {
+		order[k] = scoreKey{total: ns.TotalScore, node: ns.Name, at: k}
+	}
+	slices.SortFunc(order, func(x, y scoreKey) int {
+		return cmp.Or(cmp.Compare(y.total, x.total), strings.Compare(x.node, y.node))
+	})
+	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, len(a.scores))}
 	// One backing array for every node's raw, normalized and weighted
 	// scores: a 5000-node attempt scores hundreds of nodes.
 	p := len(plugins)
 	values := make([]int64, 3*p*len(a.scores))
-	for k, ns := range a.scores {
+	for k, key := range order {
+		ns := &a.scores[key.at]
 		v := values[3*p*k : 3*p*(k+1)]
-		node := record.NodeScore{
+		node := &out.Nodes[k]
+		*node = record.NodeScore{
 			Node:       ns.Name,
 			Raw:        v[:p:p],
 			Normalized: v[p : 2*p : 2*p],
@@ -451,13 +462,16 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 				node.Normalized[i] = s.Score / w
 			}
 		}
-		out.Nodes = append(out.Nodes, node)
 	}
-	// Node names are unique: the order is total.
-	slices.SortFunc(out.Nodes, func(x, y record.NodeScore) int {
-		return cmp.Or(cmp.Compare(y.Total, x.Total), strings.Compare(x.Node, y.Node))
-	})
 	return out
+}
+
+// scoreKey orders the scored nodes: at is the node's place in the
+// framework's list.
+type scoreKey struct {
+	total int64
+	node  string
+	at    int
 }
 
 // pluginIndex finds the score plugin of each of a node's scores. The
