@@ -367,7 +367,11 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 		}
 		var j int
 		if s := a.verdicts[latest[i]-1].status; s == nil {
-			j = group(&passed, record.VerdictGroup{Verdict: record.VerdictPassed})
+			if passed < 0 {
+				// Most evaluated nodes usually pass: room for all at once.
+				group(&passed, record.VerdictGroup{Verdict: record.VerdictPassed, Nodes: make([]string, 0, counts.Evaluated)})
+			}
+			j = passed
 		} else {
 			key := verdictKey{plugin: s.Plugin(), code: s.Code()}
 			if r := s.Reasons(); len(r) == 1 {
