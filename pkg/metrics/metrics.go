@@ -6,8 +6,12 @@
 package metrics
 
 import (
+	"fmt"
+	"sort"
 	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -52,8 +56,7 @@ type Metrics struct {
 	UnschedulableByPlugin *metrics.CounterVec
 	FilterVerdicts        *metrics.CounterVec
 	PluginDuration        *metrics.HistogramVec
-	NormalizedScore       *metrics.HistogramVec
-	WeightedScore         *metrics.HistogramVec
+	scores                *scoreCollector
 	pipeline              *pipelineCollector
 }
 
@@ -96,27 +99,14 @@ func New(sources Sources) *Metrics {
 			Buckets:        metrics.ExponentialBuckets(0.000001, 4, 11),
 			StabilityLevel: metrics.ALPHA,
 		}, []string{labelProfile, labelPlugin, labelPoint}),
-		NormalizedScore: metrics.NewHistogramVec(&metrics.HistogramOpts{
-			Namespace: namespace, Subsystem: "score", Name: "normalized",
-			Help: "Normalized score a plugin gave each scored node.",
-			// Scores range from 0 to 100.
-			Buckets:        metrics.LinearBuckets(0, 10, 11),
-			StabilityLevel: metrics.ALPHA,
-		}, []string{labelProfile, labelPlugin}),
-		WeightedScore: metrics.NewHistogramVec(&metrics.HistogramOpts{
-			Namespace: namespace, Subsystem: "score", Name: "weighted",
-			Help: "Weighted score (normalized times the plugin's weight) a plugin gave each scored node.",
-			// 0 up to 100 x weights in the hundreds.
-			Buckets:        []float64{0, 10, 25, 50, 100, 200, 300, 500, 1000, 2500, 10000},
-			StabilityLevel: metrics.ALPHA,
-		}, []string{labelProfile, labelPlugin}),
+		scores:   newScoreCollector(scoreHistogramOpts()),
 		pipeline: newPipelineCollector(sources),
 	}
 }
 
 func (m *Metrics) registerables() []metrics.Registerable {
 	return []metrics.Registerable{m.Attempts, m.AttemptDuration, m.QueueWait, m.UnschedulableByPlugin,
-		m.FilterVerdicts, m.PluginDuration, m.NormalizedScore, m.WeightedScore}
+		m.FilterVerdicts, m.PluginDuration}
 }
 
 // Registry is where metrics are registered: a metrics.KubeRegistry, or the
@@ -129,7 +119,7 @@ type Registry interface {
 // RegisterTo registers the metrics with r.
 func (m *Metrics) RegisterTo(r Registry) {
 	r.MustRegister(m.registerables()...)
-	r.CustomMustRegister(m.pipeline)
+	r.CustomMustRegister(m.scores, m.pipeline)
 }
 
 var (
@@ -162,6 +152,7 @@ func (m *Metrics) Names() []string {
 	for _, r := range m.registerables() {
 		names = append(names, r.FQName())
 	}
+	names = append(names, m.scores.normalized.name, m.scores.weighted.name)
 	for _, d := range m.pipeline.descs {
 		names = append(names, d.name)
 	}
@@ -202,14 +193,173 @@ func (m *Metrics) ObserveRecord(rec *record.Attempt) {
 	}
 	if rec.Scores != nil {
 		for i, p := range rec.Scores.Plugins {
-			normalized := m.NormalizedScore.WithLabelValues(profile, p.Name)
-			weighted := m.WeightedScore.WithLabelValues(profile, p.Name)
-			for _, n := range rec.Scores.Nodes {
-				normalized.Observe(float64(n.Normalized[i]))
-				weighted.Observe(float64(n.Weighted[i]))
-			}
+			m.scores.observe(profile, p.Name, rec.Scores.Nodes, i)
 		}
 	}
+}
+
+// scoreHistogramOpts returns the options of the score histograms, whose
+// labels are profile and plugin.
+func scoreHistogramOpts() (normalized, weighted *metrics.HistogramOpts) {
+	normalized = &metrics.HistogramOpts{
+		Namespace: namespace, Subsystem: "score", Name: "normalized",
+		Help: "Normalized score a plugin gave each scored node.",
+		// Scores range from 0 to 100.
+		Buckets:        metrics.LinearBuckets(0, 10, 11),
+		StabilityLevel: metrics.ALPHA,
+	}
+	weighted = &metrics.HistogramOpts{
+		Namespace: namespace, Subsystem: "score", Name: "weighted",
+		Help: "Weighted score (normalized times the plugin's weight) a plugin gave each scored node.",
+		// 0 up to 100 x weights in the hundreds.
+		Buckets:        []float64{0, 10, 25, 50, 100, 200, 300, 500, 1000, 2500, 10000},
+		StabilityLevel: metrics.ALPHA,
+	}
+	return normalized, weighted
+}
+
+// scoreCollector exports the score histograms as HistogramVecs with the same
+// options would (classic buckets only), but is far cheaper to feed. An attempt
+// scores hundreds of nodes with every score plugin: one HistogramVec Observe
+// per score took about 30 ns of atomics, 240 µs for an attempt with 500 scored
+// nodes and 8 plugins. Here each plugin's scores are added under one lock
+// with plain arithmetic.
+type scoreCollector struct {
+	metrics.BaseStableCollector
+	normalized, weighted *scoreHistogram
+
+	mu sync.Mutex // guards the series of both histograms
+}
+
+func newScoreCollector(normalized, weighted *metrics.HistogramOpts) *scoreCollector {
+	return &scoreCollector{normalized: newScoreHistogram(normalized), weighted: newScoreHistogram(weighted)}
+}
+
+// observe adds the scores the i-th score plugin gave nodes.
+func (c *scoreCollector) observe(profile, plugin string, nodes []record.NodeScore, i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	normalized := c.normalized.series(profile, plugin)
+	weighted := c.weighted.series(profile, plugin)
+	// Summed in the order Observe would have added them, so the sums come out
+	// bit for bit the same.
+	normalizedSum, weightedSum := normalized.sum, weighted.sum
+	for j := range nodes {
+		n, w := nodes[j].Normalized[i], nodes[j].Weighted[i]
+		normalized.counts[c.normalized.bucket(n)]++
+		weighted.counts[c.weighted.bucket(w)]++
+		normalizedSum += float64(n)
+		weightedSum += float64(w)
+	}
+	normalized.sum, weighted.sum = normalizedSum, weightedSum
+}
+
+func (c *scoreCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- c.normalized.desc
+	ch <- c.weighted.desc
+}
+
+func (c *scoreCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	c.mu.Lock()
+	collected := append(c.normalized.collect(), c.weighted.collect()...)
+	c.mu.Unlock()
+	for _, m := range collected {
+		ch <- m
+	}
+}
+
+// Reset forgets every series, as the registry's Reset does to the vectors of
+// the other metrics.
+func (c *scoreCollector) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.normalized.byLabels)
+	clear(c.weighted.byLabels)
+}
+
+// scoreHistogram is one histogram of scoreCollector.
+type scoreHistogram struct {
+	name string
+	// desc is registered; promDesc, with the help as component-base
+	// annotates it ("[ALPHA] ..."), describes the collected metrics.
+	desc        *metrics.Desc
+	promDesc    *prometheus.Desc
+	upperBounds []float64
+	// bucketOf[v] is the bucket of the score v, for v from 0 to the last
+	// upper bound: scores are integers, and a lookup is faster than a search.
+	// (The histograms have far fewer than 256 buckets.)
+	bucketOf []uint8
+	byLabels map[scoreLabels]*histogramSeries
+}
+
+type scoreLabels struct{ profile, plugin string }
+
+// histogramSeries is what a histogram has observed for one set of labels.
+type histogramSeries struct {
+	counts  []uint64 // by bucket, not cumulative; the last is +Inf's
+	sum     float64
+	created time.Time // reported in protobuf scrapes, as a HistogramVec's series reports it
+}
+
+func newScoreHistogram(opts *metrics.HistogramOpts) *scoreHistogram {
+	name := metrics.BuildFQName(opts.Namespace, opts.Subsystem, opts.Name)
+	labels := []string{labelProfile, labelPlugin}
+	h := &scoreHistogram{
+		name:        name,
+		desc:        metrics.NewDesc(name, opts.Help, labels, nil, opts.StabilityLevel, ""),
+		promDesc:    prometheus.NewDesc(name, fmt.Sprintf("[%v] %v", opts.StabilityLevel, opts.Help), labels, nil),
+		upperBounds: opts.Buckets,
+		bucketOf:    make([]uint8, int(opts.Buckets[len(opts.Buckets)-1])+1),
+		byLabels:    map[scoreLabels]*histogramSeries{},
+	}
+	for v := range h.bucketOf {
+		h.bucketOf[v] = uint8(h.search(float64(v)))
+	}
+	return h
+}
+
+// bucket returns the index of the bucket score falls in.
+func (h *scoreHistogram) bucket(score int64) int {
+	if uint64(score) < uint64(len(h.bucketOf)) {
+		return int(h.bucketOf[score])
+	}
+	return h.search(float64(score))
+}
+
+// search returns the index of the bucket v falls in, as a client_golang
+// histogram finds it: the first upper bound at or above v, else +Inf's.
+func (h *scoreHistogram) search(v float64) int {
+	return sort.SearchFloat64s(h.upperBounds, v)
+}
+
+// series returns the series of profile and plugin, created empty if new.
+// The caller holds the collector's lock.
+func (h *scoreHistogram) series(profile, plugin string) *histogramSeries {
+	s := h.byLabels[scoreLabels{profile, plugin}]
+	if s == nil {
+		s = &histogramSeries{counts: make([]uint64, len(h.upperBounds)+1), created: time.Now()}
+		h.byLabels[scoreLabels{profile, plugin}] = s
+	}
+	return s
+}
+
+// collect returns a const histogram for every series. The caller holds the
+// collector's lock.
+func (h *scoreHistogram) collect() []metrics.Metric {
+	collected := make([]metrics.Metric, 0, len(h.byLabels))
+	for labels, s := range h.byLabels {
+		cumulative := make(map[float64]uint64, len(h.upperBounds))
+		var count uint64
+		for i, n := range s.counts {
+			count += n
+			if i < len(h.upperBounds) {
+				cumulative[h.upperBounds[i]] = count
+			}
+		}
+		collected = append(collected, prometheus.MustNewConstHistogramWithCreatedTimestamp(
+			h.promDesc, count, s.sum, cumulative, s.created, labels.profile, labels.plugin))
+	}
+	return collected
 }
 
 // pipelineCollector reports the record pipeline's and tracer's own counters.

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -98,5 +100,159 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	sort.Strings(names)
 	if diff := cmp.Diff(names, documented); diff != "" {
 		t.Errorf("README metrics table differs from the code (-code +README):\n%s", diff)
+	}
+}
+
+// TestScoreHistogramsMatchObserve checks that the score histograms expose
+// exactly what HistogramVecs with the same options expose when each score is
+// observed on its own.
+func TestScoreHistogramsMatchObserve(t *testing.T) {
+	registry := metrics.NewKubeRegistry()
+	m := New(Sources{})
+	m.RegisterTo(registry)
+
+	reference := metrics.NewKubeRegistry()
+	normalizedOpts, weightedOpts := scoreHistogramOpts()
+	normalized := metrics.NewHistogramVec(normalizedOpts, []string{labelProfile, labelPlugin})
+	weighted := metrics.NewHistogramVec(weightedOpts, []string{labelProfile, labelPlugin})
+	reference.MustRegister(normalized, weighted)
+
+	// Scores on, next to and between the buckets' upper bounds, below the
+	// first and above the last, and far enough out that float64 rounds them.
+	scores := []int64{math.MinInt64, -1 << 60, -101, -1, 5, 99, 101, 1e6, 1<<60 + 1, math.MaxInt64}
+	for _, bounds := range [][]float64{normalizedOpts.Buckets, weightedOpts.Buckets} {
+		for _, b := range bounds {
+			scores = append(scores, int64(b)-1, int64(b), int64(b)+1)
+		}
+	}
+	attempt := func(profile string, plugins, nodes, offset int) *record.Attempt {
+		rec := &record.Attempt{Profile: profile, Result: record.ResultScheduled, Scores: &record.Scores{}}
+		for i := range plugins {
+			rec.Scores.Plugins = append(rec.Scores.Plugins, record.ScorePlugin{Name: fmt.Sprintf("Plugin%d", i)})
+		}
+		for n := range nodes {
+			s := record.NodeScore{Node: fmt.Sprintf("node-%d", n)}
+			for i := range plugins {
+				s.Normalized = append(s.Normalized, scores[(offset+n+i)%len(scores)])
+				s.Weighted = append(s.Weighted, scores[(offset+3*n+i)%len(scores)])
+			}
+			rec.Scores.Nodes = append(rec.Scores.Nodes, s)
+		}
+		return rec
+	}
+	observe := func(rec *record.Attempt) {
+		m.ObserveRecord(rec)
+		for i, p := range rec.Scores.Plugins {
+			normalized := normalized.WithLabelValues(rec.Profile, p.Name)
+			weighted := weighted.WithLabelValues(rec.Profile, p.Name)
+			for _, n := range rec.Scores.Nodes {
+				normalized.Observe(float64(n.Normalized[i]))
+				weighted.Observe(float64(n.Weighted[i]))
+			}
+		}
+	}
+	compare := func() {
+		t.Helper()
+		families, err := reference.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		for _, f := range families {
+			if _, err := testutil.MetricFamilyToText(&want, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := testutil.GatherAndCompare(registry, strings.NewReader(want.String()),
+			"schedscope_score_normalized", "schedscope_score_weighted"); err != nil {
+			t.Error(err)
+		}
+	}
+
+	for offset := range 3 * len(scores) {
+		observe(attempt("default-scheduler", 4, 2*len(scores), offset))
+	}
+	observe(attempt("other", 2, len(scores), 0))
+	observe(attempt("other", 3, 0, 0)) // series with no observations
+	compare()
+
+	// As the registries are reset with DELETE /metrics.
+	registry.Reset()
+	reference.Reset()
+	observe(attempt("other", 1, len(scores), 1))
+	compare()
+}
+
+// TestScoreHistogramsScrapedWhileObserving is for the race detector.
+func TestScoreHistogramsScrapedWhileObserving(t *testing.T) {
+	registry := metrics.NewKubeRegistry()
+	m := New(Sources{})
+	m.RegisterTo(registry)
+	rec := &record.Attempt{Profile: "p", Result: record.ResultScheduled, Scores: &record.Scores{
+		Plugins: []record.ScorePlugin{{Name: "ImageLocality"}},
+		Nodes:   []record.NodeScore{{Node: "a", Normalized: []int64{40}, Weighted: []int64{80}}},
+	}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			m.ObserveRecord(rec)
+		}
+	}()
+	for scraping := true; scraping; {
+		select {
+		case <-done:
+			scraping = false
+		default:
+		}
+		if _, err := registry.Gather(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP schedscope_score_normalized [ALPHA] Normalized score a plugin gave each scored node.
+# TYPE schedscope_score_normalized histogram
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="0"} 0
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="10"} 0
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="20"} 0
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="30"} 0
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="40"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="50"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="60"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="70"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="80"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="90"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="100"} 1000
+schedscope_score_normalized_bucket{plugin="ImageLocality",profile="p",le="+Inf"} 1000
+schedscope_score_normalized_sum{plugin="ImageLocality",profile="p"} 40000
+schedscope_score_normalized_count{plugin="ImageLocality",profile="p"} 1000
+`
+	if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "schedscope_score_normalized"); err != nil {
+		t.Error(err)
+	}
+}
+
+// BenchmarkObserveRecord observes the record of a 5000-node attempt under
+// the default profile: 500 nodes scored by 8 plugins.
+func BenchmarkObserveRecord(b *testing.B) {
+	m := New(Sources{})
+	m.RegisterTo(metrics.NewKubeRegistry())
+	rec := &record.Attempt{Profile: "default-scheduler", Result: record.ResultScheduled, Scores: &record.Scores{}}
+	for i := range 8 {
+		rec.Scores.Plugins = append(rec.Scores.Plugins, record.ScorePlugin{Name: fmt.Sprintf("Plugin%d", i), Weight: int64(i%3 + 1)})
+		rec.Plugins = append(rec.Plugins, record.PluginRun{Plugin: fmt.Sprintf("Plugin%d", i), Point: record.Filter, Calls: 500})
+	}
+	for n := range 500 {
+		s := record.NodeScore{Node: fmt.Sprintf("node-%d", n)}
+		for i, p := range rec.Scores.Plugins {
+			s.Raw = append(s.Raw, int64((n*7+i)%101))
+			s.Normalized = append(s.Normalized, int64((n*7+i)%101))
+			s.Weighted = append(s.Weighted, int64((n*7+i)%101)*p.Weight)
+		}
+		rec.Scores.Nodes = append(rec.Scores.Nodes, s)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.ObserveRecord(rec)
 	}
 }
