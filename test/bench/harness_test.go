@@ -22,12 +22,14 @@ import (
 
 	"github.com/google/uuid"
 	v1 "k8s.io/api/core/v1"
+	k8smetrics "k8s.io/component-base/metrics"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
 
+	schedmetrics "github.com/schedscope/schedscope/pkg/metrics"
 	"github.com/schedscope/schedscope/pkg/plugins/observe"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
@@ -194,7 +196,14 @@ type observer struct {
 // never answers.
 func newObserver(b *testing.B, res *result, mode string) *observer {
 	o := &observer{b: b, res: res, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
-	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(*record.Attempt) { o.records.Add(1) }})
+	// The scheduler's metrics, as it exports them: unregistered, they
+	// would observe nothing.
+	m := schedmetrics.New(schedmetrics.Sources{})
+	m.RegisterTo(k8smetrics.NewKubeRegistry())
+	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(a *record.Attempt) {
+		m.ObserveRecord(a)
+		o.records.Add(1)
+	}})
 	if mode != "recording" {
 		var endpoint string
 		if mode == "tracing" {
