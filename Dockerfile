@@ -7,7 +7,7 @@
 #
 #   docker build -t ghcr.io/schedscope/schedscope:v0.1.0 .
 
-FROM golang:1.26 AS build
+FROM golang:1.27.3 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download

@@ -2,6 +2,9 @@
 
 SHELL := /bin/bash
 GO ?= go
+# The Go release schedscope builds with (go.mod asks for it): the go command
+# fetches it from the module proxy when the machine's own Go is older.
+export GOTOOLCHAIN ?= go1.27.3
 BIN := $(CURDIR)/bin
 K8S_VERSION := v1.37.2
 VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \

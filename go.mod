@@ -1,6 +1,6 @@
 module github.com/schedscope/schedscope
 
-go 1.26.0
+go 1.27.3
 
 require (
 	github.com/go-json-experiment/json v1.27.2
