@@ -12,6 +12,8 @@ VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
 TEST_FLAGS ?=
+# Files tests keep (the web page's screenshots): _output/test/_artifacts.
+TEST_ARTIFACTS := -artifacts -outputdir $(CURDIR)/_output/test
 # `make test` runs the unit and integration tests under the race detector;
 # `make test RACE=` runs them without. The bench targets never use it.
 RACE ?= -race
@@ -52,7 +54,8 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 
 .PHONY: test
 test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
-	$(GO) test $(RACE) -timeout 30m $(TEST_FLAGS) ./...
+	@mkdir -p $(CURDIR)/_output/test
+	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
 
 .PHONY: fuzz
@@ -78,7 +81,8 @@ test-unit: ## Run the unit tests only.
 
 .PHONY: test-integration
 test-integration: build build-tools ## Run the integration and end-to-end tests only.
-	$(GO) test $(RACE) -timeout 30m $(TEST_FLAGS) ./test/...
+	@mkdir -p $(CURDIR)/_output/test
+	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./test/...
 
 .PHONY: test-reliability
 test-reliability: build ## Run the reliability tests alone (build tag reliability, not part of test): 5000 nodes, 10000 pods; no record lost; memory and throughput against plain kube-scheduler.

@@ -1,12 +1,10 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,19 +20,8 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/sidecar/web/webtest"
 )
-
-// chromium finds the browser; the test fails, not skips, without it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no Chromium found on PATH: the browser test needs headless Chromium (Debian: apt-get install -y chromium)")
-	return ""
-}
 
 // serve serves the page and the API over a store holding records, on
 // 127.0.0.1, with every caller allowed.
@@ -64,59 +51,9 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 	mux := http.NewServeMux()
 	mux.Handle(api.Prefix, apiHandler)
 	mux.Handle("/", Handler(Config{TraceURL: "http://jaeger.example:16686"}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
-}
-
-func chromiumArgs(t *testing.T) []string {
-	return []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir(),
-		// Let the page's fetches finish before the DOM is dumped.
-		"--virtual-time-budget=15000", "--window-size=1400,1800",
-	}
-}
-
-func runChromium(t *testing.T, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium(t), append(chromiumArgs(t), args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\nstderr:\n%s", args, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
-
-// dumpDOM loads url and returns the rendered DOM once the page says it
-// is ready.
-func dumpDOM(t *testing.T, url string) string {
-	t.Helper()
-	dom := string(runChromium(t, "--dump-dom", url))
-	if !strings.Contains(dom, `data-ready="true"`) {
-		t.Fatalf("the page did not finish rendering:\n%s", dom)
-	}
-	return dom
-}
-
-// row returns the <tr> of node in the DOM.
-func row(t *testing.T, dom, node string) string {
-	t.Helper()
-	re := regexp.MustCompile(`<tr[^>]*data-node="` + regexp.QuoteMeta(node) + `"[^>]*>.*?</tr>`)
-	m := re.FindString(dom)
-	if m == "" {
-		t.Fatalf("no row for node %s in the DOM:\n%s", node, dom)
-	}
-	return m
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func podRecord() *record.Attempt {
@@ -136,15 +73,15 @@ func TestPodPageInChromium(t *testing.T) {
 			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").Obj(),
 		second)
 	url := base + "/#/pods/shop/web"
-	dom := dumpDOM(t, url)
+	dom := webtest.DumpDOM(t, url)
 
-	tainted := row(t, dom, "tainted-node")
+	tainted := webtest.Row(t, dom, "tainted-node")
 	for _, want := range []string{"TaintToleration", "untolerated taint", `class="rejected"`, "cell-rejected"} {
 		if !strings.Contains(tainted, want) {
 			t.Errorf("the row of tainted-node does not show %q:\n%s", want, tainted)
 		}
 	}
-	if chosen := row(t, dom, "big-2"); !strings.Contains(chosen, `class="chosen"`) || !strings.Contains(chosen, ">140<") {
+	if chosen := webtest.Row(t, dom, "big-2"); !strings.Contains(chosen, `class="chosen"`) || !strings.Contains(chosen, ">140<") {
 		t.Errorf("the chosen node is not highlighted with its total 140:\n%s", chosen)
 	}
 	if i, j := strings.Index(dom, `data-node="big-2"`), strings.Index(dom, `data-node="tainted-node"`); i < 0 || j < i {
@@ -160,7 +97,7 @@ func TestPodPageInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.ArtifactDir(), "pod-page.png")
-	runChromium(t, "--screenshot="+shot, url)
+	webtest.Screenshot(t, url, shot)
 	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
 		t.Fatalf("no screenshot at %s: %v", shot, err)
 	}
@@ -174,7 +111,7 @@ func TestHomePageInChromium(t *testing.T) {
 		Passed("big-1").Scheduled("big-1").Obj(),
 		recordtest.MakeAttempt("batch", "job", "uid-job").Finished(now.Add(-time.Minute)).Unschedulable("0/1 nodes are available").
 			Rejected("NodeResourcesFit", "Insufficient memory", "a").Obj())
-	dom := dumpDOM(t, base+"/")
+	dom := webtest.DumpDOM(t, base+"/")
 	re := regexp.MustCompile(`(?s)Pending pods</h2>.*?</table>`)
 	pending := re.FindString(dom)
 	if !strings.Contains(pending, "batch/job") || !strings.Contains(pending, "NodeResourcesFit (1)") {
@@ -194,18 +131,18 @@ func TestHomePageInChromium(t *testing.T) {
 func TestLargeAttemptIsPagedInChromium(t *testing.T) {
 	a := recordtest.Large(1, 5000)
 	base := serve(t, a)
-	dom := dumpDOM(t, base+"/#/pods/load/pod-1")
+	dom := webtest.DumpDOM(t, base+"/#/pods/load/pod-1")
 	if n := strings.Count(dom, "data-node="); n != 50 {
 		t.Errorf("the page shows %d node rows, want a page of 50", n)
 	}
 	if !strings.Contains(dom, "Nodes 1–50 of 5000") {
 		t.Errorf("the pager does not say 1–50 of 5000")
 	}
-	if !strings.Contains(row(t, dom, a.SelectedNode), `class="chosen"`) {
+	if !strings.Contains(webtest.Row(t, dom, a.SelectedNode), `class="chosen"`) {
 		t.Errorf("the first page does not start with the chosen node %s", a.SelectedNode)
 	}
 	// Rejected nodes are reachable by their group, a page at a time.
-	dom = dumpDOM(t, base+"/#/pods/load/pod-1?group=3&offset=50")
+	dom = webtest.DumpDOM(t, base+"/#/pods/load/pod-1?group=3&offset=50")
 	if !strings.Contains(dom, "Nodes 51–100 of 1000 in the selected group") || !strings.Contains(dom, ">TaintToleration: ") {
 		t.Errorf("group page not shown as expected")
 	}

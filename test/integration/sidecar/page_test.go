@@ -1,0 +1,77 @@
+package sidecar
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/web/webtest"
+)
+
+// TestPodPageInChromium schedules a pod past a tainted node with the real
+// scheduler and loads its page from the real sidecar in headless Chromium:
+// the matrix must show the tainted node rejected by TaintToleration and
+// highlight the chosen node. The browser reaches the sidecar through an
+// authenticating proxy on loopback, as a user's would through one in front
+// of it, since the page keeps a pasted token only in session storage.
+func TestPodPageInChromium(t *testing.T) {
+	createNamespace(t, "page")
+	createNode(t, "page-big", "8")
+	createNode(t, "page-tainted", "8", v1.Taint{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule})
+	createPod(t, "page", "web", "1")
+	explained := waitForExplanation(t, "page", "web", "scheduled")
+	if explained.SelectedNode != "page-big" {
+		t.Fatalf("web was scheduled to %q, want page-big", explained.SelectedNode)
+	}
+
+	pageURL := authenticatingProxy(t, sidecar.URL, cp.Config.BearerToken) + "/#/pods/page/web"
+	dom := webtest.DumpDOM(t, pageURL)
+	tainted := webtest.Row(t, dom, "page-tainted")
+	for _, want := range []string{"TaintToleration", "untolerated taint", `class="rejected"`} {
+		if !strings.Contains(tainted, want) {
+			t.Errorf("the row of page-tainted does not show %q:\n%s", want, tainted)
+		}
+	}
+	if chosen := webtest.Row(t, dom, "page-big"); !strings.Contains(chosen, `class="chosen"`) {
+		t.Errorf("the chosen node page-big is not highlighted:\n%s", chosen)
+	}
+	if i, j := strings.Index(dom, `data-node="page-big"`), strings.Index(dom, `data-node="page-tainted"`); j < i {
+		t.Errorf("the chosen node is not listed before the rejected one")
+	}
+
+	shot := filepath.Join(t.ArtifactDir(), "pod-page.png")
+	webtest.Screenshot(t, pageURL, shot)
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", shot, err)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// authenticatingProxy serves target on a loopback http address, adding
+// token as the bearer token of every request.
+func authenticatingProxy(t *testing.T, target, token string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Header.Set("Authorization", "Bearer "+token)
+		},
+		// The sidecar's serving certificate is self-signed in tests.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}},
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
