@@ -54,7 +54,7 @@ type run struct {
 
 func main() {
 	out := flag.String("out", "_output/bench", "directory for raw results")
-	count := flag.Int("count", 3, "runs of each workload in each mode")
+	count := flag.Int("count", 5, "runs of each workload in each mode")
 	only := flag.String("workload", "", "run only the workloads whose name contains this")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
