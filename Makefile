@@ -92,7 +92,7 @@ test-reliability: build ## Run the reliability tests alone (build tag reliabilit
 bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
 	@mkdir -p $(BENCH_OUT)/smoke
 	for mode in plain recording tracing collector-down collector-slow; do \
-		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench 'BenchmarkPerfScheduling/SchedulingBasic/5Nodes$$' \
+		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench '^BenchmarkPerfScheduling$$/^SchedulingBasic$$/^5Nodes$$' \
 			-benchtime=1x -perf-scheduling-label-filter= -schedscope-mode=$$mode -schedscope-require-records || exit 1; \
 	done
 

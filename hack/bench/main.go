@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -39,6 +40,21 @@ var workloads = []workload{
 	{"misc/performance-config.yaml", "SchedulingBasic/500Nodes"},
 	{"misc/performance-config.yaml", "SchedulingBasic/5000Nodes"},
 	{"topology_spreading/performance-config.yaml", "TopologySpreading/500Nodes"},
+}
+
+// benchmark is the workload's benchmark name.
+func (w workload) benchmark() string { return "BenchmarkPerfScheduling/" + w.name }
+
+// pattern matches the workload's benchmark alone: go test matches each
+// part of a -bench pattern anywhere in the name's part, so an unanchored
+// TopologySpreading would run PreferredTopologySpreading and
+// DefaultTopologySpreading too.
+func (w workload) pattern() string {
+	parts := strings.Split(w.benchmark(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
 }
 
 // run is one benchmark process's result.
@@ -184,7 +200,7 @@ func runOnce(raw io.Writer, binary, out string, w workload, mode string) (run, e
 	}
 	defer os.RemoveAll(dir)
 	resultFile := filepath.Join(dir, "result.jsonl")
-	cmd := exec.Command(binary, "-test.run", "^$", "-test.bench", "BenchmarkPerfScheduling/"+w.name+"$", "-test.benchtime", "1x",
+	cmd := exec.Command(binary, "-test.run", "^$", "-test.bench", w.pattern(), "-test.benchtime", "1x",
 		"-perf-scheduling-label-filter=", "-data-items-dir", dir, "-schedscope-mode", mode,
 		"-schedscope-workload-file", w.file, "-schedscope-result-file", resultFile)
 	cmd.Env = append(os.Environ(), "ARTIFACTS="+dir)
@@ -217,7 +233,7 @@ func runOnce(raw io.Writer, binary, out string, w workload, mode string) (run, e
 			continue
 		}
 		for _, item := range doc.DataItems {
-			if item.Labels["Metric"] == "SchedulingThroughput" {
+			if item.Labels["Metric"] == "SchedulingThroughput" && strings.HasPrefix(item.Labels["Name"], w.benchmark()+"/") {
 				r.Throughput = item.Data["Average"]
 			}
 		}
