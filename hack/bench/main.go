@@ -66,6 +66,10 @@ type run struct {
 	Dropped       uint64
 	SpansReceived int64
 	SpansLost     uint64
+	// CPUSeconds is the benchmark process's user and system time: the
+	// same work in every mode but schedscope's (the collector runs in
+	// its own process), and steadier from run to run than throughput.
+	CPUSeconds float64 `json:"-"`
 }
 
 func main() {
@@ -128,6 +132,22 @@ func main() {
 	}
 	tw.Flush()
 
+	fmt.Fprintln(table, "\nCPU time of the benchmark process (s, median of runs), and what each mode adds to plain per record (ms)")
+	tw = tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecords\trecording +ms/record\ttracing +ms/record\tdown +ms/record\tslow +ms/record")
+	for _, w := range workloads {
+		byMode, ok := results[w.name]
+		if !ok {
+			continue
+		}
+		cpu := func(mode string) float64 { return median(byMode[mode], cpuSeconds) }
+		records := median(byMode["recording"], func(r run) float64 { return float64(r.Records) })
+		extra := func(mode string) float64 { return 1000 * (cpu(mode) - cpu("plain")) / records }
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\n", w.name, cpu("plain"), cpu("recording"), cpu("tracing"),
+			cpu("collector-down"), cpu("collector-slow"), records, extra("recording"), extra("tracing"), extra("collector-down"), extra("collector-slow"))
+	}
+	tw.Flush()
+
 	fmt.Fprintln(table, "\nRecorder and tracer micro-benchmarks (per node-plugin call; per 5000-node record built, encoded and observed into the metrics; per attempt traced; all but the first off the scheduling path):")
 	micro := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s", "./pkg/plugins/observe", "./pkg/record", "./pkg/metrics", "./pkg/tracing")
 	micro.Stdout, micro.Stderr = table, raw
@@ -176,6 +196,7 @@ func recordsPerSecond(out string) map[string]float64 {
 
 func throughput(r run) float64 { return r.Throughput }
 func heapMiB(r run) float64    { return float64(r.PeakHeapBytes) / (1 << 20) }
+func cpuSeconds(r run) float64 { return r.CPUSeconds }
 
 func median(runs []run, value func(run) float64) float64 {
 	if len(runs) == 0 {
@@ -213,6 +234,7 @@ func runOnce(raw io.Writer, binary, out string, w workload, mode string) (run, e
 	if err := readJSONLine(resultFile, &r); err != nil {
 		return run{}, err
 	}
+	r.CPUSeconds = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 	items, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return run{}, err
