@@ -68,7 +68,7 @@ type run struct {
 	SpansLost     uint64
 	// CPUSeconds is the benchmark process's user and system time: the
 	// same work in every mode but schedscope's (the collector runs in
-	// its own process), and steadier from run to run than throughput.
+	// its own process), set-up and kube-apiserver included.
 	CPUSeconds float64 `json:"-"`
 }
 
