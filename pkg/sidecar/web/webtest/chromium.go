@@ -6,15 +6,17 @@ package webtest
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Chromium finds the browser; the test fails, not skips, without it.
-func Chromium(t testing.TB) string {
+// chromium finds the browser; the test fails, not skips, without it.
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -35,12 +37,12 @@ func chromiumArgs(t testing.TB) []string {
 	}
 }
 
-// Run runs headless Chromium with args and returns what it printed.
-func Run(t testing.TB, args ...string) []byte {
+// run runs headless Chromium with args and returns what it printed.
+func run(t testing.TB, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Chromium(t), append(chromiumArgs(t), args...)...)
+	cmd := exec.CommandContext(ctx, chromium(t), append(chromiumArgs(t), args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -53,17 +55,24 @@ func Run(t testing.TB, args ...string) []byte {
 // is ready.
 func DumpDOM(t testing.TB, url string) string {
 	t.Helper()
-	dom := string(Run(t, "--dump-dom", url))
+	dom := string(run(t, "--dump-dom", url))
 	if !strings.Contains(dom, `data-ready="true"`) {
 		t.Fatalf("the page did not finish rendering:\n%s", dom)
 	}
 	return dom
 }
 
-// Screenshot saves a PNG of url at path.
-func Screenshot(t testing.TB, url, path string) {
+// Screenshot saves a PNG of url as name in the test's artifact directory,
+// fails the test if none was written, and returns its path.
+func Screenshot(t *testing.T, url, name string) string {
 	t.Helper()
-	Run(t, "--screenshot="+path, url)
+	path := filepath.Join(t.ArtifactDir(), name)
+	run(t, "--screenshot="+path, url)
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", path, err)
+	}
+	t.Logf("screenshot: %s", path)
+	return path
 }
 
 // Row returns the matrix row (<tr>) of node in the DOM.
