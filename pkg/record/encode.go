@@ -2,15 +2,25 @@ package record
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 )
 
-// Encode returns a's JSON: byte for byte what json.Marshal returns, at a
-// fraction of the cost for a large attempt. The node scores, most of a
-// 5000-node attempt's record (hundreds of nodes times three values per
-// score plugin), are written directly; encoding/json would reach each of
-// those values through reflection. The rest of the record goes through
-// json.Marshal.
+// Encode returns a's JSON as the record stream and the sidecar's store
+// carry it. It is json.Marshal's encoding except for the node scores, most
+// of a 5000-node attempt's record (hundreds of nodes times each score
+// plugin), which Encode writes in columns, one list per plugin, without
+// the derived weighted values and with a plugin's raw scores only where
+// they differ from its normalized ones:
+//
+//	"scores": {"plugins": [{"name": "A", "weight": 2}, {"name": "B", "weight": 1}],
+//	  "nodeNames": ["n1", "n2"], "totals": [300, 120],
+//	  "normalized": [[100, 50], [100, 20]], "raw": [null, [7, 3]]}
+//
+// That is less than half the bytes of the JSON of []NodeScore, written
+// directly: encoding/json would reach each value through reflection.
+// Scores.UnmarshalJSON reads both forms.
 func Encode(a *Attempt) ([]byte, error) {
 	if a.Scores == nil || len(a.Scores.Nodes) == 0 {
 		return json.Marshal(a)
@@ -25,90 +35,187 @@ func Encode(a *Attempt) ([]byte, error) {
 	// Scores is the last field: it goes where the closing brace was.
 	b = append(b, data[:len(data)-1]...)
 	b = append(b, `,"scores":`...)
-	b = a.Scores.appendJSON(b)
+	b = a.Scores.appendColumns(b)
 	return append(b, '}'), nil
 }
 
-// encodedSizeHint is about the length of the scores' JSON, so that it is
-// written without growing the buffer.
+// encodedSizeHint is about the length of the columns' JSON, so that they
+// are written without growing the buffer.
 func (s *Scores) encodedSizeHint() int {
-	perNode := 48 + 3*4*len(s.Plugins)
-	if len(s.Nodes) > 0 {
-		perNode += len(s.Nodes[0].Node)
-	}
+	perNode := 8 + 2*4*len(s.Plugins) + len(s.Nodes[0].Node)
 	return 64*len(s.Plugins) + perNode*len(s.Nodes)
 }
 
-func (s *Scores) appendJSON(b []byte) []byte {
+// appendColumns writes s, which has nodes, in Encode's columns.
+func (s *Scores) appendColumns(b []byte) []byte {
 	b = append(b, '{')
-	sep := func(b []byte) []byte {
-		if b[len(b)-1] != '{' {
-			b = append(b, ',')
-		}
-		return b
-	}
 	if s.SkippedReason != "" {
 		b = append(b, `"skippedReason":`...)
 		b = appendString(b, s.SkippedReason)
+		b = append(b, ',')
 	}
-	if len(s.Plugins) > 0 {
-		b = append(sep(b), `"plugins":[`...)
-		for i, p := range s.Plugins {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"name":`...)
-			b = appendString(b, p.Name)
-			b = append(b, `,"weight":`...)
-			b = strconv.AppendInt(b, p.Weight, 10)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	if len(s.Nodes) > 0 {
-		b = append(sep(b), `"nodes":[`...)
-		for i := range s.Nodes {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = s.Nodes[i].appendJSON(b)
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
-}
-
-func (n *NodeScore) appendJSON(b []byte) []byte {
-	b = append(b, `{"node":`...)
-	b = appendString(b, n.Node)
-	b = append(b, `,"raw":`...)
-	b = appendInts(b, n.Raw)
-	b = append(b, `,"normalized":`...)
-	b = appendInts(b, n.Normalized)
-	b = append(b, `,"weighted":`...)
-	b = appendInts(b, n.Weighted)
-	if n.Extenders != 0 {
-		b = append(b, `,"extenders":`...)
-		b = strconv.AppendInt(b, n.Extenders, 10)
-	}
-	b = append(b, `,"total":`...)
-	b = strconv.AppendInt(b, n.Total, 10)
-	return append(b, '}')
-}
-
-// appendInts writes v as encoding/json does: null when nil.
-func appendInts(b []byte, v []int64) []byte {
-	if v == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, x := range v {
+	b = append(b, `"plugins":[`...)
+	for i, p := range s.Plugins {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, x, 10)
+		b = append(b, `{"name":`...)
+		b = appendString(b, p.Name)
+		b = append(b, `,"weight":`...)
+		b = strconv.AppendInt(b, p.Weight, 10)
+		b = append(b, '}')
+	}
+	b = append(b, `],"nodeNames":[`...)
+	for k := range s.Nodes {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s.Nodes[k].Node)
+	}
+	b = append(b, `],"totals":`...)
+	b = s.appendColumn(b, func(n *NodeScore) int64 { return n.Total })
+	b = append(b, `,"normalized":[`...)
+	for i := range s.Plugins {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = s.appendColumn(b, func(n *NodeScore) int64 { return valueAt(n.Normalized, i) })
+	}
+	b = append(b, `],"raw":[`...)
+	for i := range s.Plugins {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if s.rawIsNormalized(i) {
+			b = append(b, "null"...)
+			continue
+		}
+		b = s.appendColumn(b, func(n *NodeScore) int64 { return valueAt(n.Raw, i) })
+	}
+	b = append(b, ']')
+	for k := range s.Nodes {
+		if s.Nodes[k].Extenders != 0 {
+			b = append(b, `,"extenders":`...)
+			b = s.appendColumn(b, func(n *NodeScore) int64 { return n.Extenders })
+			break
+		}
+	}
+	return append(b, '}')
+}
+
+// appendColumn writes one value of each node as a JSON list.
+func (s *Scores) appendColumn(b []byte, value func(*NodeScore) int64) []byte {
+	b = append(b, '[')
+	for k := range s.Nodes {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, value(&s.Nodes[k]), 10)
 	}
 	return append(b, ']')
+}
+
+// rawIsNormalized reports whether every node's raw score of plugin i is
+// its normalized score, as for a plugin without NormalizeScore.
+func (s *Scores) rawIsNormalized(i int) bool {
+	for k := range s.Nodes {
+		if valueAt(s.Nodes[k].Raw, i) != valueAt(s.Nodes[k].Normalized, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueAt returns v[i], or 0 past v's end.
+func valueAt(v []int64, i int) int64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+// scoresJSON holds both JSON forms of Scores: json.Marshal's ("nodes") and
+// Encode's columns ("nodeNames" and the lists after it).
+type scoresJSON struct {
+	SkippedReason string        `json:"skippedReason"`
+	Plugins       []ScorePlugin `json:"plugins"`
+	Nodes         []NodeScore   `json:"nodes"`
+	NodeNames     []string      `json:"nodeNames"`
+	Totals        []int64       `json:"totals"`
+	Normalized    [][]int64     `json:"normalized"`
+	Raw           [][]int64     `json:"raw"`
+	Extenders     []int64       `json:"extenders"`
+}
+
+// UnmarshalJSON reads s from json.Marshal's encoding or from Encode's
+// columns, which it checks for consistent lengths. Each node's Weighted is
+// its Normalized times the plugin's weight, as the framework computes it.
+func (s *Scores) UnmarshalJSON(data []byte) error {
+	var w scoresJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*s = Scores{SkippedReason: w.SkippedReason, Plugins: w.Plugins, Nodes: w.Nodes}
+	if w.NodeNames == nil {
+		if w.Totals != nil || w.Normalized != nil || w.Raw != nil || w.Extenders != nil {
+			return errors.New("scores: totals, normalized, raw and extenders need nodeNames")
+		}
+		return nil
+	}
+	if w.Nodes != nil {
+		return errors.New("scores: both nodes and nodeNames")
+	}
+	if err := w.checkColumns(); err != nil {
+		return fmt.Errorf("scores: %w", err)
+	}
+	p, n := len(w.Plugins), len(w.NodeNames)
+	// One backing array for every node's values, as the scheduler builds them.
+	values := make([]int64, 3*p*n)
+	s.Nodes = make([]NodeScore, n)
+	for k, name := range w.NodeNames {
+		v := values[3*p*k : 3*p*(k+1)]
+		node := &s.Nodes[k]
+		*node = NodeScore{Node: name, Raw: v[:p:p], Normalized: v[p : 2*p : 2*p], Weighted: v[2*p : 3*p : 3*p], Total: w.Totals[k]}
+		if w.Extenders != nil {
+			node.Extenders = w.Extenders[k]
+		}
+		for i, plugin := range w.Plugins {
+			normalized := w.Normalized[i][k]
+			node.Normalized[i] = normalized
+			node.Weighted[i] = normalized * plugin.Weight
+			node.Raw[i] = normalized
+			if w.Raw[i] != nil {
+				node.Raw[i] = w.Raw[i][k]
+			}
+		}
+	}
+	return nil
+}
+
+// checkColumns checks that there is a list per plugin and a value per node.
+func (w *scoresJSON) checkColumns() error {
+	p, n := len(w.Plugins), len(w.NodeNames)
+	if len(w.Totals) != n {
+		return fmt.Errorf("totals has %d values for %d nodeNames", len(w.Totals), n)
+	}
+	if w.Extenders != nil && len(w.Extenders) != n {
+		return fmt.Errorf("extenders has %d values for %d nodeNames", len(w.Extenders), n)
+	}
+	if len(w.Normalized) != p {
+		return fmt.Errorf("normalized has %d lists for %d plugins", len(w.Normalized), p)
+	}
+	if len(w.Raw) != p {
+		return fmt.Errorf("raw has %d lists for %d plugins", len(w.Raw), p)
+	}
+	for i := range p {
+		if len(w.Normalized[i]) != n {
+			return fmt.Errorf("normalized[%d] has %d values for %d nodeNames", i, len(w.Normalized[i]), n)
+		}
+		if w.Raw[i] != nil && len(w.Raw[i]) != n {
+			return fmt.Errorf("raw[%d] has %d values for %d nodeNames", i, len(w.Raw[i]), n)
+		}
+	}
+	return nil
 }
 
 // appendString writes s quoted. Node and plugin names are printable ASCII

@@ -158,8 +158,9 @@ func (f *observedFramework) RunScorePlugins(ctx context.Context, state fwk.Cycle
 	scores, s := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
 	if a != nil {
 		a.addPoint(pointScore, start, s)
-		a.scores = scores
-		a.scored = s.IsSuccess()
+		if s.IsSuccess() {
+			a.captureScores(scores)
+		}
 	}
 	return scores, s
 }

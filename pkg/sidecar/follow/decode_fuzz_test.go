@@ -23,10 +23,15 @@ func FuzzDecodeStream(f *testing.F) {
 	bookmark, _ := json.Marshal(stream.Event{Type: stream.EventBookmark, Seq: 1})
 	list, _ := json.Marshal(stream.List{Epoch: "e1", Seq: 1, Oldest: 1, Items: []*record.Attempt{a}})
 	gone, _ := json.Marshal(stream.Gone{Reason: "Expired", Epoch: "e1", Oldest: 7})
+	// The scheduler writes scores in columns (record.Encode).
+	scored := recordtest.MakeAttempt("ns", "q", "uid2").Scheduled("n1").Scores([]string{"A", "B"}, map[string][]int64{"n1": {3, 4}, "n2": {1, 2}}).Obj()
+	scored.Seq = 2
+	columns, _ := record.Encode(scored)
+	addedColumns := []byte(`{"type":"ADDED","seq":2,"object":` + string(columns) + "}")
 	for _, seed := range [][]byte{
 		append(append(added, '\n'), bookmark...),
 		added[:len(added)/2],
-		list, gone,
+		list, gone, addedColumns,
 		[]byte(`{"type":"ADDED","seq":2,"object":{"seq":3}}`),
 		[]byte(`{"type":"ADDED","seq":0,"object":{"seq":0}}`),
 		[]byte(`{"type":"DELETED","seq":1}`),
