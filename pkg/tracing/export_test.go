@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,8 +99,8 @@ func (e *blockingExporter) ExportSpans(ctx context.Context, _ []sdktrace.ReadOnl
 func (e *blockingExporter) Shutdown(context.Context) error { return nil }
 
 // TestStuckExporterDoesNotBlock checks that Trace returns and spans are
-// dropped, not queued without bound, while the exporter hangs, and that
-// Shutdown gives up when its context ends.
+// dropped or never made, not queued without bound, while the exporter
+// hangs, and that Shutdown gives up when its context ends.
 func TestStuckExporterDoesNotBlock(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	exp := &blockingExporter{calls: make(chan struct{}, 1)}
@@ -112,14 +113,20 @@ func TestStuckExporterDoesNotBlock(t *testing.T) {
 	rec := scheduledRecord("web", "uid")
 	spansPerAttempt := uint64(len(rec.Points) + 4)
 	const attempts = 1000
+	traced := uint64(0)
 	for range attempts {
-		tr.Trace(podOf(rec, nil), rec)
+		if tr.Trace(podOf(rec, nil), rec) != "" {
+			traced++
+		}
 	}
 	// At most one batch is in the exporter and queueSize spans wait; the
-	// rest were dropped.
+	// rest were dropped, or never made because the queue was full.
 	const maxBatch = 512
-	if dropped, total := tr.DroppedSpans(), attempts*spansPerAttempt; dropped < total-maxBatch-queueSize {
-		t.Errorf("DroppedSpans() = %d of %d spans, want at least %d: the queue is not bounded", dropped, total, total-maxBatch-queueSize)
+	if skipped := tr.SkippedAttempts(); skipped != attempts-traced || skipped == 0 {
+		t.Errorf("SkippedAttempts() = %d, want the %d attempts not traced, and some", skipped, attempts-traced)
+	}
+	if kept := traced*spansPerAttempt - tr.DroppedSpans(); kept > maxBatch+queueSize {
+		t.Errorf("%d spans made, %d dropped: %d kept, want at most %d: the queue is not bounded", traced*spansPerAttempt, tr.DroppedSpans(), kept, maxBatch+queueSize)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -145,20 +152,105 @@ func TestCollectorDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with an unreachable collector: %v", err)
 	}
+	traced := uint64(0)
 	for i := range 1000 {
 		rec := unschedulableRecord("web", "uid")
 		rec.Attempt = i + 1
-		if id := tr.Trace(podOf(rec, nil), rec); id == "" {
-			t.Fatalf("attempt %d not sampled", i+1)
+		if tr.Trace(podOf(rec, nil), rec) != "" {
+			traced++
 		}
 	}
-	if tr.DroppedSpans() == 0 {
-		t.Errorf("DroppedSpans() = 0 after 1000 attempts to a collector that is down, want the queue to overflow")
+	if traced == 0 || tr.SkippedAttempts() != 1000-traced {
+		t.Errorf("%d of 1000 attempts traced, SkippedAttempts() = %d: want the queue to fill, and every attempt after that skipped and counted", traced, tr.SkippedAttempts())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := tr.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// flakyExporter fails its exports while failing is set, and counts the
+// spans of the others.
+type flakyExporter struct {
+	failing  atomic.Bool
+	exported atomic.Int64
+}
+
+func (e *flakyExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if e.failing.Load() {
+		return errors.New("collector unavailable")
+	}
+	e.exported.Add(int64(len(spans)))
+	return nil
+}
+
+func (e *flakyExporter) Shutdown(context.Context) error { return nil }
+
+// TestFailingExportsSkipTracesAndProbe checks that once an export fails,
+// attempts are not traced (their spans could not be exported) except one a
+// second, whose export finds the collector back; then every attempt is
+// traced again.
+func TestFailingExportsSkipTracesAndProbe(t *testing.T) {
+	ctx := context.Background()
+	exp := &flakyExporter{}
+	exp.failing.Store(true)
+	tr, err := tracing.New(ctx, &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To[int32](1_000_000)}, tracing.Options{Exporter: exp})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer func() { _ = tr.Shutdown(ctx) }()
+	rec := scheduledRecord("web", "uid")
+	trace := func() bool { return tr.Trace(podOf(rec, nil), rec) != "" }
+	flush := func() {
+		if err := tr.ForceFlush(ctx); err != nil {
+			t.Fatalf("ForceFlush: %v", err)
+		}
+	}
+
+	if !trace() {
+		t.Fatal("the first attempt was not traced: no export has failed yet")
+	}
+	flush()
+	if tr.FailedSpans() == 0 {
+		t.Fatal("the export to the failing collector was not counted as failed")
+	}
+	for i := range 100 {
+		if trace() {
+			t.Fatalf("attempt %d after a failed export was traced, want it skipped", i+1)
+		}
+	}
+	if got := tr.SkippedAttempts(); got != 100 {
+		t.Errorf("SkippedAttempts() = %d, want 100", got)
+	}
+
+	// A second later one attempt is traced to probe the collector; it is
+	// still down, so the next ones are skipped again.
+	time.Sleep(1100 * time.Millisecond)
+	if !trace() {
+		t.Fatal("no attempt traced a second after the failed export: the collector is never probed")
+	}
+	if trace() {
+		t.Error("two attempts traced in the same second while exports fail")
+	}
+	flush()
+
+	// The collector is back: the next probe's export succeeds, and every
+	// attempt is traced again.
+	exp.failing.Store(false)
+	time.Sleep(1100 * time.Millisecond)
+	if !trace() {
+		t.Fatal("no probe a second after the last failed export")
+	}
+	flush()
+	for i := range 10 {
+		if !trace() {
+			t.Fatalf("attempt %d after a successful export was skipped", i+1)
+		}
+	}
+	flush()
+	if want := int64(11 * (len(rec.Points) + 4)); exp.exported.Load() != want {
+		t.Errorf("%d spans exported once the collector was back, want %d (11 attempts)", exp.exported.Load(), want)
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // an exporter. OnEnd never blocks: when the queue is full, the span is
 // dropped and counted. One goroutine takes spans off the queue and exports
 // them in batches, so a slow or unreachable collector only ever delays that
-// goroutine.
+// goroutine. Admit tells the tracer whether spans made now can be
+// exported at all, so that it does not make them for nothing.
 type queueProcessor struct {
 	exporter      sdktrace.SpanExporter
 	batchSize     int
@@ -35,7 +36,17 @@ type queueProcessor struct {
 	stopped  atomic.Bool
 	dropped  atomic.Uint64
 	failed   atomic.Uint64
+
+	// failing is set when an export fails and cleared when one succeeds;
+	// lastProbe is when Admit last let a trace through while failing (Unix
+	// nanoseconds).
+	failing   atomic.Bool
+	lastProbe atomic.Int64
 }
+
+// probeInterval is how often Admit lets one trace through while exports
+// fail: its export tells when the collector is back.
+const probeInterval = time.Second
 
 var _ sdktrace.SpanProcessor = &queueProcessor{}
 
@@ -56,6 +67,21 @@ func newQueueProcessor(logger klog.Logger, exporter sdktrace.SpanExporter, queue
 	}
 	go q.run()
 	return q
+}
+
+// Admit reports whether a trace made now has a chance to be exported: not
+// while the queue is full, and, while exports fail, for only one trace
+// every probeInterval. It never blocks.
+func (q *queueProcessor) Admit() bool {
+	if len(q.queue) == cap(q.queue) {
+		return false
+	}
+	if !q.failing.Load() {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := q.lastProbe.Load()
+	return now-last >= int64(probeInterval) && q.lastProbe.CompareAndSwap(last, now)
 }
 
 // OnStart implements sdktrace.SpanProcessor.
@@ -143,7 +169,12 @@ func (q *queueProcessor) export(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOn
 	cancel()
 	if err != nil {
 		total := q.failed.Add(uint64(len(batch)))
+		if !q.failing.Swap(true) {
+			q.lastProbe.Store(time.Now().UnixNano())
+		}
 		q.logger.Error(err, "Exporting spans failed", "spans", len(batch), "failedTotal", total)
+	} else if q.failing.Swap(false) {
+		q.logger.Info("Exporting spans again")
 	}
 	clear(batch)
 	return batch[:0]

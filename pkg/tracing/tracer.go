@@ -95,6 +95,7 @@ type Tracer struct {
 	previous *lru.Cache
 
 	malformed atomic.Uint64
+	skipped   atomic.Uint64
 	shutdown  atomic.Bool
 }
 
@@ -195,10 +196,16 @@ func newResource(ctx context.Context, opts Options) (*resource.Resource, error) 
 }
 
 // Trace exports the spans of rec, an attempt of pod, and returns the trace
-// ID, or "" when the attempt is not sampled. It never blocks on the
-// collector. pod may be nil; it is read only for TraceparentAnnotation.
+// ID, or "" when the attempt is not traced: not sampled, or skipped
+// because its spans could not be exported (see SkippedAttempts). It never
+// blocks on the collector. pod may be nil; it is read only for
+// TraceparentAnnotation.
 func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 	if t == nil || rec == nil || t.shutdown.Load() {
+		return ""
+	}
+	if t.queue != nil && !t.queue.Admit() {
+		t.skipped.Add(1)
 		return ""
 	}
 	ctx := t.parentContext(pod)
@@ -251,6 +258,20 @@ func (t *Tracer) MalformedTraceparents() uint64 {
 		return 0
 	}
 	return t.malformed.Load()
+}
+
+// SkippedAttempts counts the attempts not traced because their spans
+// could not have been exported: the export queue was full, or exports were
+// failing (a collector unreachable, hanging or restarting; one attempt a
+// second is still traced, to find out when it is back). Making spans only
+// to drop them would cost scheduling time for nothing. Under a sampling
+// rate below 100% some of these attempts would not have been sampled
+// anyway. It is 0 with Options.TracerProvider.
+func (t *Tracer) SkippedAttempts() uint64 {
+	if t == nil {
+		return 0
+	}
+	return t.skipped.Load()
 }
 
 // DroppedSpans counts the spans dropped because the export queue was full

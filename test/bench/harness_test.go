@@ -54,6 +54,7 @@ type result struct {
 	Dropped       uint64 `json:"dropped"`
 	SpansReceived int64  `json:"spansReceived"`
 	SpansLost     uint64 `json:"spansLost"`
+	TracesSkipped uint64 `json:"tracesSkipped"`
 }
 
 func BenchmarkPerfScheduling(b *testing.B) {
@@ -297,6 +298,7 @@ func (o *observer) stop() {
 		defer cancel()
 		_ = o.tracer.Shutdown(ctx)
 		o.res.SpansLost = o.tracer.DroppedSpans() + o.tracer.FailedSpans()
+		o.res.TracesSkipped = o.tracer.SkippedAttempts()
 	}
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
 	if o.silent != nil {
