@@ -5,8 +5,9 @@
 // is down or that never answers, interleaved, each run in its own
 // process. It prints for each workload the median throughput of each
 // mode, the ratios to plain (and of the collector modes to recording,
-// tracing off) and the peak heap, then the recorder micro-benchmarks. Raw
-// results go to -out.
+// tracing off) and the peak heap; the same for the scheduler's own time
+// per attempt; the benchmark processes' CPU time; then the recorder
+// micro-benchmarks and the sidecar's ingest rate. Raw results go to -out.
 package main
 
 import (
@@ -66,6 +67,10 @@ type run struct {
 	Dropped       uint64
 	SpansReceived int64
 	SpansLost     uint64
+	// AttemptMillis is the scheduler's own average time per scheduled
+	// attempt (scheduler_scheduling_attempt_duration_seconds, result
+	// scheduled: from popping the pod to its binding), in ms.
+	AttemptMillis float64 `json:"-"`
 	// CPUSeconds is the benchmark process's user and system time: the
 	// same work in every mode but schedscope's (the collector runs in
 	// its own process), set-up and kube-apiserver included.
@@ -132,6 +137,20 @@ func main() {
 	}
 	tw.Flush()
 
+	fmt.Fprintln(table, "\nScheduling time: the scheduler's average per scheduled attempt, from popping the pod to its binding (ms, median of runs; scheduler_scheduling_attempt_duration_seconds), and its ratios")
+	tw = tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecording/plain\ttracing/plain\tdown/recording\tslow/recording")
+	for _, w := range workloads {
+		byMode, ok := results[w.name]
+		if !ok {
+			continue
+		}
+		ms := func(mode string) float64 { return median(byMode[mode], attemptMillis) }
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\n", w.name, ms("plain"), ms("recording"), ms("tracing"), ms("collector-down"), ms("collector-slow"),
+			ms("recording")/ms("plain"), ms("tracing")/ms("plain"), ms("collector-down")/ms("recording"), ms("collector-slow")/ms("recording"))
+	}
+	tw.Flush()
+
 	fmt.Fprintln(table, "\nCPU time of the benchmark process (s, median of runs), and what each mode adds to plain per record (ms)")
 	tw = tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecords\trecording +ms/record\ttracing +ms/record\tdown +ms/record\tslow +ms/record")
@@ -194,9 +213,10 @@ func recordsPerSecond(out string) map[string]float64 {
 	return rates
 }
 
-func throughput(r run) float64 { return r.Throughput }
-func heapMiB(r run) float64    { return float64(r.PeakHeapBytes) / (1 << 20) }
-func cpuSeconds(r run) float64 { return r.CPUSeconds }
+func throughput(r run) float64    { return r.Throughput }
+func heapMiB(r run) float64       { return float64(r.PeakHeapBytes) / (1 << 20) }
+func cpuSeconds(r run) float64    { return r.CPUSeconds }
+func attemptMillis(r run) float64 { return r.AttemptMillis }
 
 func median(runs []run, value func(run) float64) float64 {
 	if len(runs) == 0 {
@@ -255,8 +275,16 @@ func runOnce(raw io.Writer, binary, out string, w workload, mode string) (run, e
 			continue
 		}
 		for _, item := range doc.DataItems {
-			if item.Labels["Metric"] == "SchedulingThroughput" && strings.HasPrefix(item.Labels["Name"], w.benchmark()+"/") {
+			if !strings.HasPrefix(item.Labels["Name"], w.benchmark()+"/") {
+				continue
+			}
+			switch item.Labels["Metric"] {
+			case "SchedulingThroughput":
 				r.Throughput = item.Data["Average"]
+			case "scheduler_scheduling_attempt_duration_seconds":
+				if item.Labels["result"] == "scheduled" {
+					r.AttemptMillis = item.Data["Average"]
+				}
 			}
 		}
 	}
