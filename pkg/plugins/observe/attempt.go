@@ -48,11 +48,8 @@ type attempt struct {
 	preFilterStatus *fwk.Status
 	preFilterResult *fwk.PreFilterResult
 
-	// The score breakdown, captured by captureScores.
-	scored         bool
-	scoreKeys      []scoreKey
-	scoreValues    []int64
-	scoreExtenders []int64 // nil: no extender scored
+	scores       []fwk.NodePluginScores
+	scored       bool
 	selectedNode string
 	feasible     int
 
@@ -416,50 +413,6 @@ func (a *attempt) notEvaluatedReason() string {
 	return record.NotEvaluatedEnoughFeasible
 }
 
-// captureScores copies the framework's score lists of the attempt's nodes
-// as RunScorePlugins returns them, while they are still in the CPU's cache:
-// the record is built later, by the recorder's worker, when the scheduler
-// has long moved on and reading hundreds of separate lists would miss the
-// cache at nearly every node.
-func (a *attempt) captureScores(scores []fwk.NodePluginScores) {
-	plugins := a.table.scorePlugins
-	index := pluginIndex{byName: make(map[string]int, len(plugins))}
-	for i, p := range plugins {
-		index.byName[p.Name] = i
-	}
-	p := len(plugins)
-	// One array for every node's raw, normalized and weighted scores, in
-	// the framework's node order; the record's nodes point into it.
-	a.scoreValues = make([]int64, 3*p*len(scores))
-	a.scoreKeys = make([]scoreKey, len(scores))
-	a.scoreExtenders = nil
-	for k := range scores {
-		ns := &scores[k]
-		a.scoreKeys[k] = scoreKey{total: ns.TotalScore, node: ns.Name, at: k}
-		raw, normalized, weighted := a.scoreValues[3*p*k:3*p*k+p], a.scoreValues[3*p*k+p:3*p*k+2*p], a.scoreValues[3*p*k+2*p:3*p*(k+1)]
-		for j, s := range ns.RawScores {
-			if i, ok := index.of(&index.raw, j, s.Name); ok {
-				raw[i] = s.Score
-			}
-		}
-		for j, s := range ns.Scores {
-			i, ok := index.of(&index.weighted, j, s.Name)
-			if !ok {
-				if a.scoreExtenders == nil {
-					a.scoreExtenders = make([]int64, len(scores))
-				}
-				a.scoreExtenders[k] += s.Score
-				continue
-			}
-			weighted[i] = s.Score
-			if w := plugins[i].Weight; w != 0 {
-				normalized[i] = s.Score / w
-			}
-		}
-	}
-	a.scored = true
-}
-
 func (a *attempt) scoreBreakdown() *record.Scores {
 	if !a.scored {
 		if a.result == record.ResultScheduled && a.feasible == 1 {
@@ -467,24 +420,51 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		}
 		return nil
 	}
+	plugins := a.table.scorePlugins
+	index := pluginIndex{byName: make(map[string]int, len(plugins))}
+	for i, p := range plugins {
+		index.byName[p.Name] = i
+	}
 	// Highest total first; node names are unique, so the order is total.
-	slices.SortFunc(a.scoreKeys, func(x, y scoreKey) int {
+	// The small keys are sorted, not the nodes' scores.
+	order := make([]scoreKey, len(a.scores))
+	for k, ns := range a.scores {
+		order[k] = scoreKey{total: ns.TotalScore, node: ns.Name, at: k}
+	}
+	slices.SortFunc(order, func(x, y scoreKey) int {
 		return cmp.Or(cmp.Compare(y.total, x.total), strings.Compare(x.node, y.node))
 	})
-	plugins := a.table.scorePlugins
+	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, len(a.scores))}
+	// One backing array for every node's raw, normalized and weighted
+	// scores: a 5000-node attempt scores hundreds of nodes.
 	p := len(plugins)
-	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, len(a.scoreKeys))}
-	for k, key := range a.scoreKeys {
-		v := a.scoreValues[3*p*key.at : 3*p*(key.at+1)]
-		out.Nodes[k] = record.NodeScore{
-			Node:       key.node,
+	values := make([]int64, 3*p*len(a.scores))
+	for k, key := range order {
+		ns := &a.scores[key.at]
+		v := values[3*p*k : 3*p*(k+1)]
+		node := &out.Nodes[k]
+		*node = record.NodeScore{
+			Node:       ns.Name,
 			Raw:        v[:p:p],
 			Normalized: v[p : 2*p : 2*p],
 			Weighted:   v[2*p : 3*p : 3*p],
-			Total:      key.total,
+			Total:      ns.TotalScore,
 		}
-		if a.scoreExtenders != nil {
-			out.Nodes[k].Extenders = a.scoreExtenders[key.at]
+		for j, s := range ns.RawScores {
+			if i, ok := index.of(&index.raw, j, s.Name); ok {
+				node.Raw[i] = s.Score
+			}
+		}
+		for j, s := range ns.Scores {
+			i, ok := index.of(&index.weighted, j, s.Name)
+			if !ok {
+				node.Extenders += s.Score
+				continue
+			}
+			node.Weighted[i] = s.Score
+			if w := plugins[i].Weight; w != 0 {
+				node.Normalized[i] = s.Score / w
+			}
 		}
 	}
 	return out

@@ -158,9 +158,8 @@ func (f *observedFramework) RunScorePlugins(ctx context.Context, state fwk.Cycle
 	scores, s := f.Framework.RunScorePlugins(ctx, state, pod, nodes)
 	if a != nil {
 		a.addPoint(pointScore, start, s)
-		if s.IsSuccess() {
-			a.captureScores(scores)
-		}
+		a.scores = scores
+		a.scored = s.IsSuccess()
 	}
 	return scores, s
 }
