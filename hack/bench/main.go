@@ -116,38 +116,30 @@ func main() {
 	table := io.MultiWriter(os.Stdout, raw)
 	fmt.Fprintln(table, "\nThroughput (pods/s, median of runs); ratios to plain kube-scheduler, and of the collector modes to recording (tracing off); peak heap (MiB, median; includes the in-process kube-apiserver)")
 	tw := tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecording/plain\ttracing/plain\tdown/recording\tslow/recording\theap plain\theap recording\theap tracing\trecords lost")
+	fmt.Fprintln(tw, "workload\t"+modeColumnsHeader+"\theap plain\theap recording\theap tracing\trecords lost")
 	for _, w := range workloads {
 		byMode, ok := results[w.name]
 		if !ok {
 			continue
 		}
-		pods := func(mode string) float64 { return median(byMode[mode], throughput) }
-		plain, recording, tracing := pods("plain"), pods("recording"), pods("tracing")
-		down, slow := pods("collector-down"), pods("collector-slow")
 		var lost int64
 		for _, m := range modes[1:] {
 			for _, r := range byMode[m] {
 				lost += r.Records - r.RecordsRead + int64(r.Dropped)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.0f\t%.0f\t%.0f\t%d\n", w.name, plain, recording, tracing, down, slow,
-			recording/plain, tracing/plain, down/recording, slow/recording,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%d\n", w.name, modeColumns(byMode, throughput, 1),
 			median(byMode["plain"], heapMiB), median(byMode["recording"], heapMiB), median(byMode["tracing"], heapMiB), lost)
 	}
 	tw.Flush()
 
 	fmt.Fprintln(table, "\nScheduling time: the scheduler's average per scheduled attempt, from popping the pod to its binding (ms, median of runs; scheduler_scheduling_attempt_duration_seconds), and its ratios")
 	tw = tabwriter.NewWriter(table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tplain\trecording\ttracing\tcollector down\tcollector slow\trecording/plain\ttracing/plain\tdown/recording\tslow/recording")
+	fmt.Fprintln(tw, "workload\t"+modeColumnsHeader)
 	for _, w := range workloads {
-		byMode, ok := results[w.name]
-		if !ok {
-			continue
+		if byMode, ok := results[w.name]; ok {
+			fmt.Fprintf(tw, "%s\t%s\n", w.name, modeColumns(byMode, attemptMillis, 2))
 		}
-		ms := func(mode string) float64 { return median(byMode[mode], attemptMillis) }
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.3f\t%.3f\t%.3f\n", w.name, ms("plain"), ms("recording"), ms("tracing"), ms("collector-down"), ms("collector-slow"),
-			ms("recording")/ms("plain"), ms("tracing")/ms("plain"), ms("collector-down")/ms("recording"), ms("collector-slow")/ms("recording"))
 	}
 	tw.Flush()
 
@@ -211,6 +203,19 @@ func recordsPerSecond(out string) map[string]float64 {
 		}
 	}
 	return rates
+}
+
+// modeColumnsHeader names the columns modeColumns writes.
+const modeColumnsHeader = "plain\trecording\ttracing\tcollector down\tcollector slow\trecording/plain\ttracing/plain\tdown/recording\tslow/recording"
+
+// modeColumns writes the median of value in each mode, with prec
+// decimals, then the ratios of recording and tracing to plain and of the
+// collector modes to recording (tracing off), tab-separated.
+func modeColumns(byMode map[string][]run, value func(run) float64, prec int) string {
+	m := func(mode string) float64 { return median(byMode[mode], value) }
+	plain, recording, tracing, down, slow := m("plain"), m("recording"), m("tracing"), m("collector-down"), m("collector-slow")
+	return fmt.Sprintf("%.*f\t%.*f\t%.*f\t%.*f\t%.*f\t%.3f\t%.3f\t%.3f\t%.3f", prec, plain, prec, recording, prec, tracing, prec, down, prec, slow,
+		recording/plain, tracing/plain, down/recording, slow/recording)
 }
 
 func throughput(r run) float64    { return r.Throughput }
