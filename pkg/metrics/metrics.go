@@ -44,8 +44,8 @@ type Sources struct {
 	DroppedSpans func() float64
 	// FailedSpans counts spans whose export failed.
 	FailedSpans func() float64
-	// SkippedTraces counts attempts not traced because their spans could not have been exported.
-	SkippedTraces func() float64
+	// SkippedAttempts counts attempts not traced because their spans could not have been exported.
+	SkippedAttempts func() float64
 	// MalformedTraceparents counts attempts whose pod's traceparent annotation was ignored.
 	MalformedTraceparents func() float64
 }
@@ -388,7 +388,7 @@ func newPipelineCollector(s Sources) *pipelineCollector {
 		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
 		desc("trace_spans_dropped_total", "Spans dropped before export because the export queue was full.", metrics.CounterValue, s.DroppedSpans),
 		desc("trace_spans_export_failed_total", "Spans lost because their export failed, e.g. with the collector unreachable.", metrics.CounterValue, s.FailedSpans),
-		desc("trace_attempts_skipped_total", "Attempts not traced because their spans could not have been exported: the export queue was full, or exports were failing (one attempt a second is still traced, to find out when the collector is back).", metrics.CounterValue, s.SkippedTraces),
+		desc("trace_attempts_skipped_total", "Attempts not traced because their spans could not have been exported: the export queue was full, or exports were failing (one attempt a second is still traced, to find out when the collector is back).", metrics.CounterValue, s.SkippedAttempts),
 		desc("trace_malformed_traceparent_total", "Attempts whose pod had a malformed traceparent annotation, which was ignored (a pod counts once per attempt).", metrics.CounterValue, s.MalformedTraceparents),
 	}}
 }

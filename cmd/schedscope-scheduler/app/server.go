@@ -132,7 +132,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 		StreamWatchers:        func() float64 { return float64(streamServer.Watchers()) },
 		DroppedSpans:          func() float64 { return float64(tracer.DroppedSpans()) },
 		FailedSpans:           func() float64 { return float64(tracer.FailedSpans()) },
-		SkippedTraces:         func() float64 { return float64(tracer.SkippedAttempts()) },
+		SkippedAttempts:       func() float64 { return float64(tracer.SkippedAttempts()) },
 		MalformedTraceparents: func() float64 { return float64(tracer.MalformedTraceparents()) },
 	})
 	recorder = observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize, OnRecord: m.ObserveRecord})
