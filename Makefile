@@ -18,7 +18,7 @@ TEST_ARTIFACTS := -artifacts -outputdir $(CURDIR)/_output/test
 # `make test RACE=` runs them without. The bench targets never use it.
 RACE ?= -race
 # Fuzz targets `make fuzz` runs, as package:target, each for FUZZTIME.
-FUZZ_TARGETS := ./pkg/sidecar/follow:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams ./pkg/plugins/observe:FuzzWrapProfiles
+FUZZ_TARGETS := ./pkg/sidecar/follow:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams
 FUZZTIME ?= 60s
 # The local Go vulnerability database `make vulncheck` builds from golang.org/x/vulndb.
 VULNDB := $(CURDIR)/_output/vulndb
@@ -45,8 +45,8 @@ build-tools: ## Build Jaeger and promtool, each from its own tools module, into 
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: generate
-generate: ## Regenerate the observing plugin wrappers.
-	$(GO) run ./hack/wrappergen ./...
+generate: ## Regenerate the plugin shapes of the framework-equivalence test.
+	$(GO) run ./hack/shapegen
 
 .PHONY: manifests
 manifests: ## Render the kustomize overlays into manifests/rendered.
@@ -109,8 +109,8 @@ verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered m
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/vuln && $(GO) mod tidy -diff
-	@$(GO) run ./hack/wrappergen -out /tmp/zz_generated.wrappers.go.new ./... && \
-		diff -u pkg/plugins/observe/zz_generated.wrappers.go /tmp/zz_generated.wrappers.go.new || { echo "wrappers out of date: make generate"; exit 1; }
+	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
+		diff -u pkg/plugins/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify
 
 .PHONY: run

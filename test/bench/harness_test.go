@@ -27,7 +27,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
-	"sigs.k8s.io/yaml"
 
 	schedmetrics "github.com/schedscope/schedscope/pkg/metrics"
 	"github.com/schedscope/schedscope/pkg/plugins/observe"
@@ -78,16 +77,9 @@ func BenchmarkPerfScheduling(b *testing.B) {
 	case "plain":
 		perf.RunBenchmarkPerfScheduling(b, upstream, topic, nil)
 	case "recording", "tracing", "collector-down", "collector-slow":
-		observed, err := observedWorkloadFile(upstream, b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
 		o := newObserver(b, res, *mode)
-		registry, _, err := o.recorder.Observe(nil, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		perf.RunBenchmarkPerfScheduling(b, observed, topic, registry, perf.WithNodeUpdateFn(o.install))
+		perf.RunBenchmarkPerfScheduling(b, upstream, topic, nil, perf.WithNodeUpdateFn(o.install))
+		o.finish()
 		if *requireRecords && (res.Records == 0 || res.RecordsRead != res.Records) {
 			b.Fatalf("recorded %d attempts, the stream reader read %d: want every attempt recorded and read", res.Records, res.RecordsRead)
 		}
@@ -111,84 +103,22 @@ func schedulerPerfDir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf"), nil
 }
 
-// observedWorkloadFile writes a copy of the upstream workload file into dir
-// whose test cases use the observed form of their scheduler configuration
-// (the default one when they name none). Template paths are made absolute
-// so that they still point at upstream's templates; nothing else changes.
-func observedWorkloadFile(upstream, dir string) (string, error) {
-	data, err := os.ReadFile(upstream)
-	if err != nil {
-		return "", err
-	}
-	var cases []map[string]any
-	if err := yaml.Unmarshal(data, &cases); err != nil {
-		return "", fmt.Errorf("parsing %s: %w", upstream, err)
-	}
-	base := filepath.Dir(upstream)
-	for i, tc := range cases {
-		absolutePaths(tc, base)
-		configPath, _ := tc["schedulerConfigPath"].(string)
-		observed, err := observe.ObservedConfigFile(configPath)
-		if err != nil {
-			return "", err
-		}
-		out := filepath.Join(dir, fmt.Sprintf("scheduler-config-%d.yaml", i))
-		if err := os.WriteFile(out, observed, 0o644); err != nil {
-			return "", err
-		}
-		tc["schedulerConfigPath"] = out
-	}
-	data, err = yaml.Marshal(cases)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "performance-config.yaml")
-	return path, os.WriteFile(path, data, 0o644)
-}
-
-// absolutePaths rewrites every template and config path below v relative to base.
-func absolutePaths(v any, base string) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if s, ok := x.(string); ok && (strings.HasSuffix(k, "Path") || strings.HasSuffix(k, "PathTemplate")) && !filepath.IsAbs(s) && s != "" {
-				t[k] = filepath.Join(base, s)
-				continue
-			}
-			if k == "templatePaths" {
-				if list, ok := x.([]any); ok {
-					for i, p := range list {
-						if s, ok := p.(string); ok && !filepath.IsAbs(s) {
-							list[i] = filepath.Join(base, s)
-						}
-					}
-				}
-				continue
-			}
-			absolutePaths(x, base)
-		}
-	case []any:
-		for _, x := range t {
-			absolutePaths(x, base)
-		}
-	}
-}
-
-// observer is schedscope's observation, wired as schedscope-scheduler wires it.
+// observer is schedscope's observation, wired as schedscope-scheduler wires
+// it, of every scheduler the harness starts: one per workload.
 type observer struct {
-	b        *testing.B
-	res      *result
-	recorder *observe.Recorder
-	buffer   *stream.Buffer
-	tracer   *tracing.Tracer
-	sink     *otlpSink
-	silent   *cluster.SilentCollector
+	b       *testing.B
+	res     *result
+	metrics *schedmetrics.Metrics
+	tracer  *tracing.Tracer
+	sink    *otlpSink
+	silent  *cluster.SilentCollector
 
-	once    sync.Once
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
+	mu        sync.Mutex
+	installed map[*scheduler.Scheduler]bool
+
 	records atomic.Int64
 	read    atomic.Int64
+	dropped atomic.Uint64
 }
 
 // newObserver wires the observation of a mode: recording; tracing, to a
@@ -196,15 +126,11 @@ type observer struct {
 // collector-slow, tracing to a collector that accepts connections and
 // never answers.
 func newObserver(b *testing.B, res *result, mode string) *observer {
-	o := &observer{b: b, res: res, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
+	o := &observer{b: b, res: res, installed: map[*scheduler.Scheduler]bool{}}
 	// The scheduler's metrics, as it exports them: unregistered, they
 	// would observe nothing.
-	m := schedmetrics.New(schedmetrics.Sources{})
-	m.RegisterTo(k8smetrics.NewKubeRegistry())
-	o.recorder = observe.NewRecorder(observe.Options{Sink: o.buffer, OnRecord: func(a *record.Attempt) {
-		m.ObserveRecord(a)
-		o.records.Add(1)
-	}})
+	o.metrics = schedmetrics.New(schedmetrics.Sources{})
+	o.metrics.RegisterTo(k8smetrics.NewKubeRegistry())
 	if mode != "recording" {
 		var endpoint string
 		if mode == "tracing" {
@@ -234,39 +160,69 @@ func newObserver(b *testing.B, res *result, mode string) *observer {
 			b.Fatal(err)
 		}
 		o.tracer = t
-		o.recorder.SetTracer(t)
 	}
 	return o
 }
 
-// install is the harness's node-update hook: on its first call it installs
-// the framework wrapper on the scheduler, starts the recorder and serves
-// the record stream to a watcher, all stopped when the workload ends, before
-// the harness checks that no goroutine is left.
+// install is the harness's node-update hook. On its first call for a
+// scheduler it installs the observation on it, starts the recorder and
+// serves the record stream to a watcher, all stopped when the workload
+// ends, before the harness checks that no goroutine is left.
 func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
-	o.once.Do(func() {
-		tCtx.Cleanup(o.stop)
-		o.recorder.Install(sched)
-		ctx, cancel := context.WithCancel(context.Background())
-		o.cancel = cancel
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tCtx.Fatal(err)
-		}
-		srv := &http.Server{Handler: stream.NewServer(o.buffer, time.Second)}
-		o.done.Add(3)
-		go func() { defer o.done.Done(); o.recorder.Run(ctx) }()
-		go func() { defer o.done.Done(); _ = srv.Serve(ln) }()
-		go func() { defer o.done.Done(); <-ctx.Done(); _ = srv.Close() }()
-		go o.watch(ctx, "http://"+ln.Addr().String()+stream.Path)
-	})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.installed[sched] {
+		return nil
+	}
+	o.installed[sched] = true
+	s := &session{observer: o, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
+	s.recorder = observe.NewRecorder(observe.Options{Sink: s.buffer, OnRecord: func(a *record.Attempt) {
+		o.metrics.ObserveRecord(a)
+		s.records.Add(1)
+	}})
+	if o.tracer != nil {
+		s.recorder.SetTracer(o.tracer)
+	}
+	if err := s.recorder.Install(sched); err != nil {
+		return err
+	}
+	tCtx.Cleanup(s.stop)
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWorker, s.cancel = stopWorker, cancel
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: stream.NewServer(s.buffer, time.Second)}
+	s.worker.Add(1)
+	s.done.Add(3)
+	go func() { defer s.worker.Done(); s.recorder.Run(workerCtx) }()
+	go func() { defer s.done.Done(); _ = srv.Serve(ln) }()
+	go func() { defer s.done.Done(); <-ctx.Done(); _ = srv.Close() }()
+	go func() { defer s.done.Done(); s.watch(ctx, "http://"+ln.Addr().String()+stream.Path) }()
 	return nil
+}
+
+// session is the observation of one scheduler.
+type session struct {
+	*observer
+	recorder *observe.Recorder
+	buffer   *stream.Buffer
+
+	stopWorker context.CancelFunc // ends the recorder's worker
+	worker     sync.WaitGroup
+	cancel     context.CancelFunc // ends the stream server and the watcher
+	done       sync.WaitGroup
+
+	records atomic.Int64
+	read    atomic.Int64
 }
 
 // watch reads the record stream until ctx is done, counting the records.
 // It does not decode them: that is the sidecar's work, in its own process,
 // while this process is the scheduler's.
-func (o *observer) watch(ctx context.Context, url string) {
+func (s *session) watch(ctx context.Context, url string) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"?watch=true&since=0", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -278,21 +234,34 @@ func (o *observer) watch(ctx context.Context, url string) {
 	added := []byte(`{"type":"` + stream.EventAdded + `"`)
 	for lines.Scan() {
 		if bytes.HasPrefix(lines.Bytes(), added) {
-			o.read.Add(1)
+			s.read.Add(1)
 		}
 	}
 }
 
-func (o *observer) stop() {
-	// Let the worker and the watcher drain what the last pods produced.
+// stop ends the observation of a scheduler when its workload is done. The
+// scheduler still runs (the harness stops it later) and may still retry
+// pods, so the worker is stopped first: from then on no record is added,
+// and the watcher is given the time to read every record there is.
+func (s *session) stop() {
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && (o.recorder.QueueLength() > 0 || o.read.Load() < o.records.Load()) {
+	for time.Now().Before(deadline) && s.recorder.QueueLength() > 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if o.cancel != nil {
-		o.cancel()
+	s.stopWorker()
+	s.worker.Wait()
+	for time.Now().Before(deadline) && s.read.Load() < s.records.Load() {
+		time.Sleep(10 * time.Millisecond)
 	}
-	o.done.Wait()
+	s.cancel()
+	s.done.Wait()
+	s.observer.records.Add(s.records.Load())
+	s.observer.read.Add(s.read.Load())
+	s.observer.dropped.Add(s.recorder.Dropped())
+}
+
+// finish ends the mode's tracing and collectors and fills in the result.
+func (o *observer) finish() {
 	if o.tracer != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -300,7 +269,7 @@ func (o *observer) stop() {
 		o.res.SpansLost = o.tracer.DroppedSpans() + o.tracer.FailedSpans()
 		o.res.TracesSkipped = o.tracer.SkippedAttempts()
 	}
-	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.recorder.Dropped()
+	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.dropped.Load()
 	if o.silent != nil {
 		o.silent.Stop()
 	}

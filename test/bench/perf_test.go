@@ -10,11 +10,10 @@
 //   - tracing: recording plus tracing at 100% sampling into a live OTLP
 //     receiver on loopback.
 //
-// The harness builds the scheduler from a scheduler configuration file and
-// an out-of-tree registry. The observed modes give it the observing
-// registry and the workload's configuration file transformed as
-// schedscope-scheduler transforms profiles at start-up; the workload
-// definitions are upstream's, read from the module cache. The framework
-// wrapper is installed on the scheduler the harness built, through its
-// node-update hook, before any pod is created.
+// The harness builds the scheduler from each test case's scheduler
+// configuration and feature gates, exactly as in plain mode; the workload
+// definitions are upstream's, read from the module cache. The observed modes
+// install the observation on the scheduler the harness built, as
+// schedscope-scheduler does on its own (observe.Recorder.Install), through
+// the harness's node-update hook, before any pod is created.
 package bench

@@ -186,10 +186,9 @@ func streamMux(h http.Handler) *http.ServeMux {
 	return mux
 }
 
-// Setup is kube-scheduler's Setup with every plugin of every profile
-// replaced by its observing wrapper, and the scheduler's decisions recorded
-// by recorder. The completed configuration it returns is the user's, as
-// written, so /configz and --write-config-to show the original plugin names.
+// Setup is kube-scheduler's Setup with the scheduler's decisions recorded by
+// recorder: every plugin of every profile, in-tree or added by
+// outOfTreeRegistryOptions, is observed.
 func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorder, outOfTreeRegistryOptions ...kubeschedulerapp.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
 	if cfg, err := latest.Default(); err != nil {
 		return nil, nil, err
@@ -211,8 +210,7 @@ func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorde
 			return nil, nil, err
 		}
 	}
-	registry, profiles, err := recorder.Observe(outOfTreeRegistry, cc.ComponentConfig.Profiles)
-	if err != nil {
+	if err := checkProfiles(cc.ComponentConfig.Profiles, outOfTreeRegistry); err != nil {
 		return nil, nil, err
 	}
 
@@ -227,9 +225,9 @@ func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorde
 		profile.RecorderFactory(recorderFactory),
 		scheduler.WithComponentConfigVersion(cc.ComponentConfig.TypeMeta.APIVersion),
 		scheduler.WithKubeConfig(cc.KubeConfig),
-		scheduler.WithProfiles(profiles...),
+		scheduler.WithProfiles(cc.ComponentConfig.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cc.ComponentConfig.PercentageOfNodesToScore),
-		scheduler.WithFrameworkOutOfTreeRegistry(registry),
+		scheduler.WithFrameworkOutOfTreeRegistry(outOfTreeRegistry),
 		scheduler.WithPodMaxBackoffSeconds(cc.ComponentConfig.PodMaxBackoffSeconds),
 		scheduler.WithPodInitialBackoffSeconds(cc.ComponentConfig.PodInitialBackoffSeconds),
 		scheduler.WithPodMaxInUnschedulablePodsDuration(cc.PodMaxInUnschedulablePodsDuration),
@@ -240,9 +238,11 @@ func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorde
 		}),
 	)
 	if err != nil {
-		return nil, nil, observe.UnwrapError(err)
+		return nil, nil, err
 	}
-	recorder.Install(sched)
+	if err := recorder.Install(sched); err != nil {
+		return nil, nil, err
+	}
 	if err := options.LogOrWriteConfig(klog.FromContext(ctx), opts.WriteConfigTo, &cc.ComponentConfig, completedProfiles); err != nil {
 		return nil, nil, err
 	}

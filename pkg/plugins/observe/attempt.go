@@ -195,7 +195,7 @@ func (a *attempt) addPreFilter(plugin int, result *fwk.PreFilterResult, s *fwk.S
 func (a *attempt) addPoint(p point, start time.Time, s *fwk.Status) time.Duration {
 	run := record.PointRun{Point: p.String(), Start: start, Duration: time.Since(start), Code: s.Code().String()}
 	if !s.IsSuccess() {
-		run.Plugin = PluginName(s.Plugin())
+		run.Plugin = s.Plugin()
 		run.Reasons = reasons(s)
 	}
 	a.mu.Lock()
@@ -383,7 +383,7 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 			if j, ok = rejected[key]; !ok {
 				j = len(out)
 				rejected[key] = j
-				out = append(out, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: PluginName(s.Plugin()), Code: s.Code().String(), Reasons: reasons(s)})
+				out = append(out, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: s.Plugin(), Code: s.Code().String(), Reasons: reasons(s)})
 			}
 		}
 		out[j].Count++
@@ -497,7 +497,7 @@ func (x *pluginIndex) of(seen *[]seenPlugin, place int, name string) (int, bool)
 		at := (*seen)[place].at
 		return at, at >= 0
 	}
-	at, ok := x.byName[PluginName(name)]
+	at, ok := x.byName[name]
 	if !ok {
 		at = -1
 	}

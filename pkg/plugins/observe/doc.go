@@ -1,9 +1,12 @@
 // Package observe makes the scheduling framework record what it decides.
 //
-// At start-up every plugin of every profile is replaced by an observing
-// wrapper that exposes exactly the extension points of the plugin it wraps,
-// times it and passes its results through unchanged. Each profile's framework
-// is wrapped too, so the per-node Filter verdicts and per-plugin scores the
-// scheduler computes are captured where it computes them. Together they
-// produce one decision record per scheduling attempt.
+// Recorder.Install takes a scheduler built by scheduler.New, with any
+// plugins, in-tree or out-of-tree, of any shape. In each profile's framework,
+// after the framework has built its plugins and decided which extension
+// points each one serves, every plugin of the recorded extension points is
+// put inside an observing wrapper that times it and passes its results
+// through unchanged. Each profile's framework is wrapped too, so the
+// per-node Filter verdicts and per-plugin scores the scheduler computes are
+// captured where it computes them. Together they produce one decision
+// record per scheduling attempt.
 package observe

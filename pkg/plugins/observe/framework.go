@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,14 +15,21 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
-// Install makes sched record its attempts. Call it after scheduler.New and
-// before the scheduler runs. Each profile's framework is wrapped, so the
-// scheduler's own calls into it are observed; the plugins keep the real
+// Install makes sched record its attempts: any scheduler built by
+// scheduler.New, with any registry of in-tree and out-of-tree plugins. Call
+// it after scheduler.New and before the scheduler runs, once.
+//
+// The plugins of each profile's framework are observed where the framework
+// keeps them (see observePlugins), and the framework itself is wrapped, so
+// the scheduler's own calls into it are observed; the plugins keep the real
 // framework as their handle, so the Filter calls preemption makes while it
 // simulates evictions stay out of the recorded verdicts.
-func (r *Recorder) Install(sched *scheduler.Scheduler) {
+func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 	for name, f := range sched.Profiles {
 		table := r.profileTable(name)
+		if err := r.observePlugins(table, f); err != nil {
+			return fmt.Errorf("observing profile %q: %w", name, err)
+		}
 		table.complete(f.ListPlugins())
 		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r, table: table}
 	}
@@ -47,6 +55,7 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) {
 		failure(ctx, f, podInfo, status, nominatingInfo, start)
 		r.fail(podInfo.Pod, status, nominatingInfo)
 	}
+	return nil
 }
 
 // begin starts recording an attempt.

@@ -6,25 +6,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // preemptedReason is the event reason the scheduler gives each preemption victim.
 const preemptedReason = "Preempted"
 
-// observedHandle is the framework handle given to wrapped plugins. It is the
-// real handle, except that its event recorder also tells the Recorder which
-// pods preemption evicted: the scheduler evicts victims asynchronously and
+// victimRecorder is the event recorder of an observed framework, which its
+// plugins reach through their handle. It records every event as the
+// framework's own recorder does, and also tells the Recorder which pods
+// preemption evicted: the scheduler evicts victims asynchronously and
 // reports each one with a Preempted event naming the preemptor.
-type observedHandle struct {
-	fwk.Handle
-	recorder *Recorder
-}
-
-func (h *observedHandle) EventRecorder() events.EventRecorderLogger {
-	return victimRecorder{EventRecorderLogger: h.Handle.EventRecorder(), recorder: h.recorder}
-}
-
 type victimRecorder struct {
 	events.EventRecorderLogger
 	recorder *Recorder

@@ -42,9 +42,9 @@ func TestRecordBoundsPluginText(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("Insufficient hostile.example.com/r%04d-%s", i, strings.Repeat("x", 57))
 	}
-	preScore := fwk.AsStatus(errors.New(quoted)).WithPlugin(WrappedName("NodeAffinity"))
-	insufficient := fwk.NewStatus(fwk.Unschedulable, many...).WithPlugin(WrappedName("NodeResourcesFit"))
-	notHelpful := fwk.NewStatus(fwk.Unschedulable, "0/3 nodes are available: 3 "+strings.Join(many, ", 3 ")+".").WithPlugin(WrappedName("DefaultPreemption"))
+	preScore := fwk.AsStatus(errors.New(quoted)).WithPlugin("NodeAffinity")
+	insufficient := fwk.NewStatus(fwk.Unschedulable, many...).WithPlugin("NodeResourcesFit")
+	notHelpful := fwk.NewStatus(fwk.Unschedulable, "0/3 nodes are available: 3 "+strings.Join(many, ", 3 ")+".").WithPlugin("DefaultPreemption")
 	wantInsufficient, wantPreScore := slices.Clone(insufficient.Reasons()), slices.Clone(preScore.Reasons())
 
 	a.addPreFilter(fit, nil, fwk.NewStatus(fwk.Success, many...))

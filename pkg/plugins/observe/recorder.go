@@ -254,7 +254,7 @@ func (t *profileTable) numPlugins() int {
 // complete records the score plugins the framework enabled, with weights.
 func (t *profileTable) complete(enabled *config.Plugins) {
 	for _, p := range enabled.Score.Enabled {
-		t.scorePlugins = append(t.scorePlugins, record.ScorePlugin{Name: PluginName(p.Name), Weight: int64(p.Weight)})
+		t.scorePlugins = append(t.scorePlugins, record.ScorePlugin{Name: p.Name, Weight: int64(p.Weight)})
 	}
 }
 

@@ -19,10 +19,7 @@ import (
 // the wrapper of a filter plugin registered in its profile.
 func benchmarkAttempt(b *testing.B, nodes int) (fwk.CycleState, *attempt, fwk.FilterPlugin, []fwk.NodeInfo) {
 	r := NewRecorder(Options{Sink: discard{}})
-	w, err := r.wrap("bench", "FakeScorer", &fakeScorer{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := observedFilter(r, "bench")
 	infos := make([]fwk.NodeInfo, nodes)
 	for i := range infos {
 		n := framework.NewNodeInfo()
@@ -33,7 +30,7 @@ func benchmarkAttempt(b *testing.B, nodes int) (fwk.CycleState, *attempt, fwk.Fi
 	a := newAttempt(r.profileTable("bench"), st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), r.nodeSetOf(infos))
 	state.Write(stateKey, a)
 	a.table.current.Store(a)
-	return state, a, w.(fwk.FilterPlugin), infos
+	return state, a, w, infos
 }
 
 // BenchmarkFilterCall measures what observing adds to one Filter call of one
@@ -87,15 +84,13 @@ func BenchmarkBuildRecord(b *testing.B) {
 		plugins := []string{"TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"}
 		// The framework names each score by its plugin's Name(): the same
 		// string for every node.
-		var wrapped []string
 		for _, p := range plugins {
 			a.table.scorePlugins = append(a.table.scorePlugins, record.ScorePlugin{Name: p, Weight: 1})
-			wrapped = append(wrapped, WrappedName(p))
 		}
 		for i, n := range nodes[:500] {
 			a.addVerdict(n.Node().Name, nil)
 			ns := fwk.NodePluginScores{Name: n.Node().Name}
-			for j, p := range wrapped {
+			for j, p := range plugins {
 				ns.RawScores = append(ns.RawScores, fwk.PluginScore{Name: p, Score: int64((i + j) % 100)})
 				ns.Scores = append(ns.Scores, fwk.PluginScore{Name: p, Score: int64((i + j) % 100)})
 				ns.TotalScore += int64((i + j) % 100)
@@ -110,7 +105,7 @@ func BenchmarkBuildRecord(b *testing.B) {
 	})
 	b.Run("rejected", func(b *testing.B) {
 		_, a, _, nodes := benchmarkAttempt(b, 5000)
-		reject := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)").WithPlugin(WrappedName("TaintToleration"))
+		reject := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) had untolerated taint(s)").WithPlugin("TaintToleration")
 		for i, n := range nodes {
 			var s *fwk.Status
 			if i%3 == 0 {
@@ -135,12 +130,12 @@ func TestScoreBreakdown(t *testing.T) {
 	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
 	score := func(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
 	a.scores = []fwk.NodePluginScores{
-		{Name: "n1", RawScores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 2)},
-			Scores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 4)}, TotalScore: 5},
-		{Name: "n2", RawScores: []fwk.PluginScore{score(WrappedName("B"), 3), score(WrappedName("A"), 7)},
-			Scores: []fwk.PluginScore{score(WrappedName("B"), 6), score(WrappedName("A"), 7), score("extender", 10)}, TotalScore: 23},
-		{Name: "n0", RawScores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 2)},
-			Scores: []fwk.PluginScore{score(WrappedName("A"), 1), score(WrappedName("B"), 4)}, TotalScore: 5},
+		{Name: "n1", RawScores: []fwk.PluginScore{score("A", 1), score("B", 2)},
+			Scores: []fwk.PluginScore{score("A", 1), score("B", 4)}, TotalScore: 5},
+		{Name: "n2", RawScores: []fwk.PluginScore{score("B", 3), score("A", 7)},
+			Scores: []fwk.PluginScore{score("B", 6), score("A", 7), score("extender", 10)}, TotalScore: 23},
+		{Name: "n0", RawScores: []fwk.PluginScore{score("A", 1), score("B", 2)},
+			Scores: []fwk.PluginScore{score("A", 1), score("B", 4)}, TotalScore: 5},
 	}
 	a.scored = true
 	got := a.scoreBreakdown()
@@ -168,7 +163,7 @@ func TestAttemptRecordsVerdictsAndNotEvaluatedNodes(t *testing.T) {
 	}
 	a := newAttempt(r.profileTable("p"), pod, 2, time.Unix(0, 0), time.Unix(1, 0), r.nodeSetOf(infos))
 	a.preFilterStatus = nil
-	a.addVerdict("b", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin(WrappedName("NodeResourcesFit")))
+	a.addVerdict("b", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
 	a.addVerdict("a", nil)
 	a.feasible = 1
 	a.result = record.ResultScheduled

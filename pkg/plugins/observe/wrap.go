@@ -2,233 +2,131 @@ package observe
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
+	"reflect"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
-	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// capability is a set of framework interfaces, one bit each.
-type capability uint32
-
-// namePrefix marks the registry name of an observing wrapper. The scheduling
-// framework needs distinct registry names, so the wrapper of plugin X is
-// registered as namePrefix+X; records, traces and logs use X.
-const namePrefix = "schedscope:"
-
-// WrappedName returns the registry name of the wrapper of plugin name.
-func WrappedName(name string) string { return namePrefix + name }
-
-// PluginName returns the plugin name behind a registry name, which is the
-// name itself for a plugin that is not wrapped.
-func PluginName(registryName string) string { return strings.TrimPrefix(registryName, namePrefix) }
-
-// Observe returns what to give scheduler.New so that every plugin of every
-// profile, in-tree or from outOfTree, runs inside its observing wrapper: the
-// out-of-tree registry (wrappers of all plugins, under WrappedName) and a
-// copy of profiles that names the wrappers. profiles are not changed. Call
-// Install on the scheduler it builds.
-func (r *Recorder) Observe(outOfTree frameworkruntime.Registry, profiles []config.KubeSchedulerProfile) (frameworkruntime.Registry, []config.KubeSchedulerProfile, error) {
-	all := frameworkplugins.NewInTreeRegistry()
-	if err := all.Merge(outOfTree); err != nil {
-		return nil, nil, err
-	}
-	if err := checkPlugins(profiles, all); err != nil {
-		return nil, nil, err
-	}
-	wrapped := make([]config.KubeSchedulerProfile, len(profiles))
-	for i := range profiles {
-		wrapped[i] = *profiles[i].DeepCopy()
-	}
-	WrapProfiles(wrapped)
-	return r.registry(all), wrapped, nil
-}
-
-// registry returns a registry holding an observing wrapper for every plugin
-// of base, under WrappedName.
-func (r *Recorder) registry(base frameworkruntime.Registry) frameworkruntime.Registry {
-	wrapped := make(frameworkruntime.Registry, len(base))
-	for name, factory := range base {
-		wrapped[WrappedName(name)] = r.wrapFactory(name, factory)
-	}
-	return wrapped
-}
-
-func (r *Recorder) wrapFactory(name string, factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
-	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		args, err := typedArgs(name, args)
-		if err != nil {
-			return nil, err
-		}
-		profile := ""
-		if p, ok := h.(interface{ ProfileName() string }); ok {
-			profile = p.ProfileName()
-		}
-		inner, err := factory(ctx, args, &observedHandle{Handle: h, recorder: r})
-		if err != nil {
-			return nil, err
-		}
-		return r.wrap(profile, name, inner)
-	}
-}
-
-// typedArgs decodes args that reached a wrapper undecoded. The scheduler
-// decodes pluginConfig args into the plugin's typed args by plugin name; a
-// configuration file that already names the wrappers (ObservedConfigFile)
-// leaves them raw, so they are decoded here as the plugin's own args.
-func typedArgs(plugin string, args runtime.Object) (runtime.Object, error) {
-	raw, ok := args.(*runtime.Unknown)
-	if !ok {
-		return args, nil
-	}
-	gvk := configv1.SchemeGroupVersion.WithKind(plugin + "Args")
-	if !scheme.Scheme.Recognizes(gvk) {
-		return args, nil
-	}
-	typed, _, err := scheme.Codecs.UniversalDecoder().Decode(raw.Raw, &gvk, nil)
+// observePlugins puts every plugin of f's recorded extension points inside
+// an observing wrapper, in place, and gives f's plugins an event recorder
+// that reports preemption victims to r.
+//
+// f must be the framework the scheduler built (kube-scheduler's own
+// implementation): the framework keeps its plugins per extension point in
+// unexported fields, after it has built every plugin from its registry and
+// expanded multiPoint with the plugins themselves. Wrapping there, after the
+// framework has checked which interfaces each plugin implements, leaves
+// every such decision to the framework: which extension points a plugin
+// serves, its queueing hints (EnqueueExtensions), its batching signature
+// (SignPlugin), PreFilterExtensions and ScoreExtensions, and the pod group
+// and placement points, whatever combination of interfaces a plugin has.
+// Each wrapper implements exactly its extension point's interface and keeps
+// the plugin's name, so metrics, logs and statuses name plugins as the
+// configuration does.
+func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) error {
+	fields, err := frameworkFields(f)
 	if err != nil {
-		return nil, fmt.Errorf("decoding the args of plugin %q: %w", plugin, err)
+		return err
 	}
-	return typed, nil
-}
-
-// wrap returns the observing wrapper of inner, of the type that implements
-// exactly the interfaces inner implements.
-func (r *Recorder) wrap(profile, name string, inner fwk.Plugin) (fwk.Plugin, error) {
-	var caps capability
-	var names []string
-	for _, c := range capabilityChecks {
-		if c.implemented(inner) {
-			caps |= c.bit
-			names = append(names, c.name)
+	plugins := map[string]*observed{}
+	of := func(p fwk.Plugin) *observed {
+		o, ok := plugins[p.Name()]
+		if !ok {
+			o = &observed{table: table, index: table.add(p.Name())}
+			plugins[p.Name()] = o
 		}
+		return o
 	}
-	build, ok := wrappers[caps]
-	if !ok {
-		return nil, fmt.Errorf("plugin %q implements %s, a set of extension points with no observing wrapper; regenerate the wrappers with the plugin compiled in (make generate)", name, strings.Join(names, ", "))
+	for _, s := range observedSlices {
+		s.wrap(fields.field(s.name), of)
 	}
-	table := r.profileTable(profile)
-	o := &observed{
-		registryName: WrappedName(name),
-		table:        table,
-		index:        table.add(name),
-		inner:        inner,
-	}
-	o.preFilter, _ = inner.(fwk.PreFilterPlugin)
-	o.filter, _ = inner.(fwk.FilterPlugin)
-	o.postFilter, _ = inner.(fwk.PostFilterPlugin)
-	o.preScore, _ = inner.(fwk.PreScorePlugin)
-	o.score, _ = inner.(fwk.ScorePlugin)
-	o.reserve, _ = inner.(fwk.ReservePlugin)
-	o.permit, _ = inner.(fwk.PermitPlugin)
-	o.preBind, _ = inner.(fwk.PreBindPlugin)
-	o.bind, _ = inner.(fwk.BindPlugin)
-	o.postBind, _ = inner.(fwk.PostBindPlugin)
-	return build(o), nil
-}
-
-// WrapProfiles rewrites profiles in place so that every plugin they name,
-// at every extension point and in multiPoint, enabled or disabled, and every
-// pluginConfig entry, refers to its observing wrapper. Weights, order and
-// args are kept. The "*" wildcard is kept as it is.
-func WrapProfiles(profiles []config.KubeSchedulerProfile) {
-	for i := range profiles {
-		p := &profiles[i]
-		if p.Plugins != nil {
-			for _, set := range pluginSets(p.Plugins) {
-				wrapPlugins(set.Enabled)
-				wrapPlugins(set.Disabled)
-			}
-		}
-		for j := range p.PluginConfig {
-			p.PluginConfig[j].Name = WrappedName(p.PluginConfig[j].Name)
-		}
-	}
-}
-
-// checkPlugins reports the first enabled plugin that is not in the
-// registry, naming its field; without it the scheduler would report the
-// wrapper's name instead of the plugin's. It also rejects negative score
-// weights, which kube-scheduler accepts and which invert a plugin's intent.
-func checkPlugins(profiles []config.KubeSchedulerProfile, registry frameworkruntime.Registry) error {
-	for i, p := range profiles {
-		if p.Plugins == nil {
-			continue
-		}
-		for _, set := range pluginSets(p.Plugins) {
-			for j, plugin := range set.PluginSet.Enabled {
-				if _, ok := registry[plugin.Name]; !ok {
-					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].name: plugin %q does not exist", i, set.name, j, plugin.Name)
-				}
-				if plugin.Weight < 0 {
-					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].weight: %d must not be negative", i, set.name, j, plugin.Weight)
-				}
-			}
-		}
+	if recorder := fields.field(eventRecorderField); !recorder.IsNil() {
+		recorder.Set(reflect.ValueOf(victimRecorder{EventRecorderLogger: recorder.Interface().(eventRecorderLogger), recorder: r}))
 	}
 	return nil
 }
 
-// UnwrapError returns err with wrapper names replaced by plugin names, for
-// errors the framework reports about wrapped plugins.
-func UnwrapError(err error) error {
-	if err == nil || !strings.Contains(err.Error(), namePrefix) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), namePrefix, ""))
-}
+// eventRecorderField is the framework's event recorder, which plugins reach
+// through their handle.
+const eventRecorderField = "eventRecorder"
 
-func wrapPlugins(plugins []config.Plugin) {
-	for i := range plugins {
-		if plugins[i].Name != "*" {
-			plugins[i].Name = WrappedName(plugins[i].Name)
+type eventRecorderLogger = events.EventRecorderLogger
+
+// frameworkStruct is the framework's struct, its fields made settable.
+type frameworkStruct struct{ v reflect.Value }
+
+// frameworkFields checks that f is the framework implementation whose
+// fields observePlugins replaces, with the types it expects.
+func frameworkFields(f framework.Framework) (frameworkStruct, error) {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return frameworkStruct{}, fmt.Errorf("the framework is a %T, not kube-scheduler's framework implementation", f)
+	}
+	s := frameworkStruct{v.Elem()}
+	want := []observedSlice{{name: eventRecorderField, typ: reflect.TypeFor[eventRecorderLogger]()}}
+	for _, w := range append(want, observedSlices...) {
+		field := s.v.FieldByName(w.name)
+		if !field.IsValid() || field.Type() != w.typ {
+			return frameworkStruct{}, fmt.Errorf("the framework %T has no field %s of type %s: schedscope observes the framework of k8s.io/kubernetes v1.37", f, w.name, w.typ)
 		}
 	}
+	return s, nil
 }
 
-// namedPluginSet is an extension point's plugin set and its field name.
-type namedPluginSet struct {
+// field returns the named field, settable.
+func (s frameworkStruct) field(name string) reflect.Value {
+	f := s.v.FieldByName(name)
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+}
+
+// observedSlice is one extension point's plugin list in the framework.
+type observedSlice struct {
 	name string
-	*config.PluginSet
+	typ  reflect.Type
+	wrap func(field reflect.Value, of func(fwk.Plugin) *observed)
 }
 
-func pluginSets(p *config.Plugins) []namedPluginSet {
-	return []namedPluginSet{
-		{"preEnqueue", &p.PreEnqueue}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter}, {"filter", &p.Filter},
-		{"postFilter", &p.PostFilter}, {"preScore", &p.PreScore}, {"score", &p.Score}, {"reserve", &p.Reserve},
-		{"permit", &p.Permit}, {"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
-		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"podGroupPostFilter", &p.PodGroupPostFilter},
-		{"multiPoint", &p.MultiPoint},
-	}
+// wrapSlice describes the plugin list name of element type P, whose plugins
+// are wrapped by wrap.
+func wrapSlice[P fwk.Plugin](name string, wrap func(P, *observed) P) observedSlice {
+	return observedSlice{name: name, typ: reflect.TypeFor[[]P](), wrap: func(field reflect.Value, of func(fwk.Plugin) *observed) {
+		plugins := field.Interface().([]P)
+		wrapped := make([]P, len(plugins))
+		for i, p := range plugins {
+			wrapped[i] = wrap(p, of(p))
+		}
+		field.Set(reflect.ValueOf(wrapped))
+	}}
 }
 
-// observed is what every wrapper holds: the plugin it wraps, typed once per
-// interface so that no call pays for a type assertion.
+// observedSlices are the extension points whose plugins are observed. The
+// framework's other plugin lists (PreEnqueue, QueueSort, the pod group and
+// placement points, the signing and enqueue extensions) are left as they
+// are: they do not decide a pod's node within an attempt.
+var observedSlices = []observedSlice{
+	wrapSlice("preFilterPlugins", func(p fwk.PreFilterPlugin, o *observed) fwk.PreFilterPlugin { return preFilterPlugin{p, o} }),
+	wrapSlice("filterPlugins", func(p fwk.FilterPlugin, o *observed) fwk.FilterPlugin { return filterPlugin{p, o} }),
+	wrapSlice("postFilterPlugins", func(p fwk.PostFilterPlugin, o *observed) fwk.PostFilterPlugin { return postFilterPlugin{p, o} }),
+	wrapSlice("preScorePlugins", func(p fwk.PreScorePlugin, o *observed) fwk.PreScorePlugin { return preScorePlugin{p, o} }),
+	wrapSlice("scorePlugins", func(p fwk.ScorePlugin, o *observed) fwk.ScorePlugin { return scorePlugin{p, o} }),
+	wrapSlice("reservePlugins", func(p fwk.ReservePlugin, o *observed) fwk.ReservePlugin { return reservePlugin{p, o} }),
+	wrapSlice("permitPlugins", func(p fwk.PermitPlugin, o *observed) fwk.PermitPlugin { return permitPlugin{p, o} }),
+	wrapSlice("preBindPlugins", func(p fwk.PreBindPlugin, o *observed) fwk.PreBindPlugin { return preBindPlugin{p, o} }),
+	wrapSlice("bindPlugins", func(p fwk.BindPlugin, o *observed) fwk.BindPlugin { return bindPlugin{p, o} }),
+	wrapSlice("postBindPlugins", func(p fwk.PostBindPlugin, o *observed) fwk.PostBindPlugin { return postBindPlugin{p, o} }),
+}
+
+// observed is what the wrappers of one plugin share: its number in the
+// profile's table.
 type observed struct {
-	registryName string
-	table        *profileTable
-	index        int
-	inner        fwk.Plugin
-
-	preFilter  fwk.PreFilterPlugin
-	filter     fwk.FilterPlugin
-	postFilter fwk.PostFilterPlugin
-	preScore   fwk.PreScorePlugin
-	score      fwk.ScorePlugin
-	reserve    fwk.ReservePlugin
-	permit     fwk.PermitPlugin
-	preBind    fwk.PreBindPlugin
-	bind       fwk.BindPlugin
-	postBind   fwk.PostBindPlugin
+	table *profileTable
+	index int
 }
 
 // timed adds the time since start to the plugin's total at point.
@@ -262,190 +160,166 @@ func (o *observed) once(state fwk.CycleState, p point, start time.Time, s *fwk.S
 	}
 }
 
-// named gives a wrapper its registry name.
-type named struct{ o *observed }
+// Each wrapper embeds the plugin as its extension point's interface, so it
+// has the plugin's Name and the point's other methods (PreFilterExtensions,
+// PreBindPreFlight) as they are, and overrides the calls it records.
 
-func (w named) Name() string { return w.o.registryName }
-
-type preEnqueuePoint struct{ o *observed }
-
-func (w preEnqueuePoint) PreEnqueue(ctx context.Context, p *v1.Pod) *fwk.Status {
-	return w.o.inner.(fwk.PreEnqueuePlugin).PreEnqueue(ctx, p)
+type preFilterPlugin struct {
+	fwk.PreFilterPlugin
+	o *observed
 }
 
-type queueSortPoint struct{ o *observed }
-
-func (w queueSortPoint) Less(a, b fwk.QueuedEntityInfo) bool {
-	return w.o.inner.(fwk.QueueSortPlugin).Less(a, b)
-}
-
-type enqueueExtensionsPoint struct{ o *observed }
-
-func (w enqueueExtensionsPoint) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return w.o.inner.(fwk.EnqueueExtensions).EventsToRegister(ctx)
-}
-
-type preFilterPoint struct{ o *observed }
-
-func (w preFilterPoint) PreFilter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (w preFilterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	start := time.Now()
-	result, s := w.o.preFilter.PreFilter(ctx, state, p, nodes)
+	result, s := w.PreFilterPlugin.PreFilter(ctx, state, p, nodes)
 	if a := w.o.timed(state, pointPreFilter, start); a != nil {
 		a.addPreFilter(w.o.index, result, s)
 	}
 	return result, s
 }
 
-// PreFilterExtensions returns the wrapped plugin's extensions as they are:
-// they run while the scheduler simulates pods on nodes, which is not part of
-// the decision being recorded.
-func (w preFilterPoint) PreFilterExtensions() fwk.PreFilterExtensions {
-	return w.o.preFilter.PreFilterExtensions()
+type filterPlugin struct {
+	fwk.FilterPlugin
+	o *observed
 }
 
-type filterPoint struct{ o *observed }
-
-func (w filterPoint) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	c := w.o.perNodeClock(pointFilter)
 	if c == nil {
-		return w.o.filter.Filter(ctx, state, p, nodeInfo)
+		return w.FilterPlugin.Filter(ctx, state, p, nodeInfo)
 	}
 	start := monotonicNow()
-	s := w.o.filter.Filter(ctx, state, p, nodeInfo)
+	s := w.FilterPlugin.Filter(ctx, state, p, nodeInfo)
 	c.add(monotonicNow() - start)
 	return s
 }
 
-type postFilterPoint struct{ o *observed }
+type postFilterPlugin struct {
+	fwk.PostFilterPlugin
+	o *observed
+}
 
-func (w postFilterPoint) PostFilter(ctx context.Context, state fwk.CycleState, p *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (w postFilterPlugin) PostFilter(ctx context.Context, state fwk.CycleState, p *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	// PostFilter runs after the scheduling algorithm, so the Filter calls
 	// preemption makes while simulating evictions are not timed as Filter.
 	start := time.Now()
-	result, s := w.o.postFilter.PostFilter(ctx, state, p, m)
+	result, s := w.PostFilterPlugin.PostFilter(ctx, state, p, m)
 	w.o.once(state, pointPostFilter, start, s)
 	return result, s
 }
 
-type podGroupPostFilterPoint struct{ o *observed }
-
-func (w podGroupPostFilterPoint) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycleState, pg fwk.PodGroupInfo, f fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
-	return w.o.inner.(fwk.PodGroupPostFilterPlugin).PodGroupPostFilter(ctx, state, pg, f)
+type preScorePlugin struct {
+	fwk.PreScorePlugin
+	o *observed
 }
 
-type preScorePoint struct{ o *observed }
-
-func (w preScorePoint) PreScore(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+func (w preScorePlugin) PreScore(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	start := time.Now()
-	s := w.o.preScore.PreScore(ctx, state, p, nodes)
+	s := w.PreScorePlugin.PreScore(ctx, state, p, nodes)
 	w.o.once(state, pointPreScore, start, s)
 	return s
 }
 
-type scorePoint struct{ o *observed }
+type scorePlugin struct {
+	fwk.ScorePlugin
+	o *observed
+}
 
-func (w scorePoint) Score(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+func (w scorePlugin) Score(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := w.o.perNodeClock(pointScore)
 	if c == nil {
-		return w.o.score.Score(ctx, state, p, nodeInfo)
+		return w.ScorePlugin.Score(ctx, state, p, nodeInfo)
 	}
 	start := monotonicNow()
-	score, s := w.o.score.Score(ctx, state, p, nodeInfo)
+	score, s := w.ScorePlugin.Score(ctx, state, p, nodeInfo)
 	c.add(monotonicNow() - start)
 	return score, s
 }
 
 // ScoreExtensions is nil exactly when the wrapped plugin's is.
-func (w scorePoint) ScoreExtensions() fwk.ScoreExtensions {
-	if w.o.score.ScoreExtensions() == nil {
+func (w scorePlugin) ScoreExtensions() fwk.ScoreExtensions {
+	ext := w.ScorePlugin.ScoreExtensions()
+	if ext == nil {
 		return nil
 	}
-	return normalizer(w)
+	return normalizer{ext, w.o}
 }
 
-type normalizer struct{ o *observed }
+type normalizer struct {
+	fwk.ScoreExtensions
+	o *observed
+}
 
 func (w normalizer) NormalizeScore(ctx context.Context, state fwk.CycleState, p *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	start := time.Now()
-	s := w.o.score.ScoreExtensions().NormalizeScore(ctx, state, p, scores)
+	s := w.ScoreExtensions.NormalizeScore(ctx, state, p, scores)
 	w.o.once(state, pointNormalizeScore, start, s)
 	return s
 }
 
-type reservePoint struct{ o *observed }
+type reservePlugin struct {
+	fwk.ReservePlugin
+	o *observed
+}
 
-func (w reservePoint) Reserve(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
+func (w reservePlugin) Reserve(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
 	start := time.Now()
-	s := w.o.reserve.Reserve(ctx, state, p, nodeName)
+	s := w.ReservePlugin.Reserve(ctx, state, p, nodeName)
 	w.o.once(state, pointReserve, start, s)
 	return s
 }
 
-func (w reservePoint) Unreserve(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) {
+func (w reservePlugin) Unreserve(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) {
 	start := time.Now()
-	w.o.reserve.Unreserve(ctx, state, p, nodeName)
+	w.ReservePlugin.Unreserve(ctx, state, p, nodeName)
 	w.o.once(state, pointUnreserve, start, nil)
 }
 
-type permitPoint struct{ o *observed }
+type permitPlugin struct {
+	fwk.PermitPlugin
+	o *observed
+}
 
-func (w permitPoint) Permit(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
+func (w permitPlugin) Permit(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	start := time.Now()
-	s, wait := w.o.permit.Permit(ctx, state, p, nodeName)
+	s, wait := w.PermitPlugin.Permit(ctx, state, p, nodeName)
 	if a := w.o.timed(state, pointPermit, start); a != nil {
 		a.addPluginStatus(w.o.index, pointPermit, s, wait)
 	}
 	return s, wait
 }
 
-type preBindPoint struct{ o *observed }
-
-func (w preBindPoint) PreBindPreFlight(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	return w.o.preBind.PreBindPreFlight(ctx, state, p, nodeName)
+type preBindPlugin struct {
+	fwk.PreBindPlugin
+	o *observed
 }
 
-func (w preBindPoint) PreBind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
+func (w preBindPlugin) PreBind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
 	start := time.Now()
-	s := w.o.preBind.PreBind(ctx, state, p, nodeName)
+	s := w.PreBindPlugin.PreBind(ctx, state, p, nodeName)
 	w.o.once(state, pointPreBind, start, s)
 	return s
 }
 
-type bindPoint struct{ o *observed }
+type bindPlugin struct {
+	fwk.BindPlugin
+	o *observed
+}
 
-func (w bindPoint) Bind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
+func (w bindPlugin) Bind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) *fwk.Status {
 	start := time.Now()
-	s := w.o.bind.Bind(ctx, state, p, nodeName)
+	s := w.BindPlugin.Bind(ctx, state, p, nodeName)
 	w.o.once(state, pointBind, start, s)
 	return s
 }
 
-type postBindPoint struct{ o *observed }
+type postBindPlugin struct {
+	fwk.PostBindPlugin
+	o *observed
+}
 
-func (w postBindPoint) PostBind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) {
+func (w postBindPlugin) PostBind(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeName string) {
 	start := time.Now()
-	w.o.postBind.PostBind(ctx, state, p, nodeName)
+	w.PostBindPlugin.PostBind(ctx, state, p, nodeName)
 	w.o.once(state, pointPostBind, start, nil)
-}
-
-type signPoint struct{ o *observed }
-
-func (w signPoint) SignPod(ctx context.Context, p *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	return w.o.inner.(fwk.SignPlugin).SignPod(ctx, p)
-}
-
-type placementGeneratePoint struct{ o *observed }
-
-func (w placementGeneratePoint) GeneratePlacements(ctx context.Context, state fwk.PodGroupCycleState, pg fwk.PodGroupInfo, parent *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
-	return w.o.inner.(fwk.PlacementGeneratePlugin).GeneratePlacements(ctx, state, pg, parent)
-}
-
-type placementScorePoint struct{ o *observed }
-
-func (w placementScorePoint) ScorePlacement(ctx context.Context, state fwk.PlacementCycleState, pg fwk.PodGroupInfo, placement *fwk.PodGroupAssignments) (int64, *fwk.Status) {
-	return w.o.inner.(fwk.PlacementScorePlugin).ScorePlacement(ctx, state, pg, placement)
-}
-
-func (w placementScorePoint) PlacementScoreExtensions() fwk.PlacementScoreExtensions {
-	return w.o.inner.(fwk.PlacementScorePlugin).PlacementScoreExtensions()
 }

@@ -221,13 +221,6 @@ func TestHostilePods(t *testing.T) {
 			// by both schedulers, not necessarily to the same node.
 			o.Node = plain[p.pod.Name].Node
 		}
-		if p.pod.Name == "preferred-affinity-invalid-value" {
-			// A known limitation: the framework words a plugin's error with
-			// the plugin's registry name, and schedscope registers the
-			// wrapper of NodeAffinity as schedscope:NodeAffinity. The node,
-			// the reason and the rest of the message must be the same.
-			o.Message = strings.Replace(o.Message, `plugin "schedscope:NodeAffinity"`, `plugin "NodeAffinity"`, 1)
-		}
 		if diff := cmp.Diff(plain[p.pod.Name], o); diff != "" {
 			t.Errorf("pod %s: outcome differs (-kube-scheduler +schedscope-scheduler):\n%s", short(p.pod.Name), diff)
 		}

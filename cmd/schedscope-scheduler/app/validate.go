@@ -1,0 +1,52 @@
+package app
+
+import (
+	"fmt"
+
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// checkProfiles reports the first enabled plugin that is in neither the
+// in-tree registry nor outOfTree, naming its field, where kube-scheduler
+// names only the plugin. It also rejects negative score weights, which
+// kube-scheduler accepts and which invert a plugin's intent.
+func checkProfiles(profiles []config.KubeSchedulerProfile, outOfTree runtime.Registry) error {
+	registry := frameworkplugins.NewInTreeRegistry()
+	if err := registry.Merge(outOfTree); err != nil {
+		return err
+	}
+	for i, p := range profiles {
+		if p.Plugins == nil {
+			continue
+		}
+		for _, set := range pluginSets(p.Plugins) {
+			for j, plugin := range set.Enabled {
+				if _, ok := registry[plugin.Name]; !ok {
+					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].name: plugin %q does not exist", i, set.name, j, plugin.Name)
+				}
+				if plugin.Weight < 0 {
+					return fmt.Errorf("profiles[%d].plugins.%s.enabled[%d].weight: %d must not be negative", i, set.name, j, plugin.Weight)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// namedPluginSet is an extension point's plugin set and its field name.
+type namedPluginSet struct {
+	name string
+	*config.PluginSet
+}
+
+func pluginSets(p *config.Plugins) []namedPluginSet {
+	return []namedPluginSet{
+		{"preEnqueue", &p.PreEnqueue}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter}, {"filter", &p.Filter},
+		{"postFilter", &p.PostFilter}, {"preScore", &p.PreScore}, {"score", &p.Score}, {"reserve", &p.Reserve},
+		{"permit", &p.Permit}, {"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
+		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"podGroupPostFilter", &p.PodGroupPostFilter},
+		{"multiPoint", &p.MultiPoint},
+	}
+}
