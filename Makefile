@@ -33,10 +33,11 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is tested against, and the benchmark's OTLP sink into bin/.
+build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is tested against, the benchmark's OTLP sink and the example custom scheduler (with and without schedscope) into bin/.
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... ./hack/otlpsink $(UPSTREAM)
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
+	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools
 build-tools: ## Build Jaeger and promtool, each from its own tools module, into bin/.

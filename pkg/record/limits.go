@@ -25,6 +25,11 @@ const (
 	// pods, ...). A longer list keeps its first MaxReasons-1 reasons and
 	// ends with "… and N more reasons".
 	MaxReasons = 16
+	// MaxDetails bounds the details plugins attach to one attempt: the
+	// first MaxDetails are kept and Attempt.DetailsCut counts the rest.
+	MaxDetails = 32
+	// MaxDetailBytes bounds each detail, in bytes, cut as by CutText.
+	MaxDetailBytes = 256
 )
 
 // CutText returns s if it is at most max bytes long, and otherwise its

@@ -108,6 +108,22 @@ type Attempt struct {
 	Filter []VerdictGroup `json:"filter,omitempty"`
 	// Scores holds the score breakdown of every scored node.
 	Scores *Scores `json:"scores,omitempty"`
+	// Details holds what plugins that explain themselves said of the
+	// attempt and of the nodes they rejected, at most MaxDetails, each cut
+	// to MaxDetailBytes.
+	Details []PluginDetail `json:"details,omitempty"`
+	// DetailsCut counts the details beyond MaxDetails that were not kept.
+	DetailsCut int `json:"detailsCut,omitempty"`
+}
+
+// PluginDetail is a plugin's own explanation of its verdict.
+type PluginDetail struct {
+	// Plugin is the plugin that explained.
+	Plugin string `json:"plugin"`
+	// Node is the node explained; empty for the attempt as a whole.
+	Node string `json:"node,omitempty"`
+	// Detail is the plugin's text.
+	Detail string `json:"detail"`
 }
 
 // PodRef identifies a pod.

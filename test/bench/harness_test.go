@@ -106,7 +106,7 @@ func schedulerPerfDir() (string, error) {
 // observer is schedscope's observation, wired as schedscope-scheduler wires
 // it, of every scheduler the harness starts: one per workload.
 type observer struct {
-	b       *testing.B
+	b       testing.TB
 	res     *result
 	metrics *schedmetrics.Metrics
 	tracer  *tracing.Tracer
@@ -125,7 +125,7 @@ type observer struct {
 // live OTLP receiver; collector-down, tracing to a closed port;
 // collector-slow, tracing to a collector that accepts connections and
 // never answers.
-func newObserver(b *testing.B, res *result, mode string) *observer {
+func newObserver(b testing.TB, res *result, mode string) *observer {
 	o := &observer{b: b, res: res, installed: map[*scheduler.Scheduler]bool{}}
 	// The scheduler's metrics, as it exports them: unregistered, they
 	// would observe nothing.

@@ -38,6 +38,8 @@ type attempt struct {
 	pluginStatuses []pluginStatus
 	preFilter      []record.PreFilterRun
 	victims        []record.PodRef
+	details        []record.PluginDetail
+	detailsCut     int
 
 	// Filter verdicts: one slot per node the framework filtered.
 	nodes     *nodeSet
@@ -252,6 +254,8 @@ func (a *attempt) build() *record.Attempt {
 		Victims:       a.victims,
 		Points:        a.points,
 		PreFilter:     a.preFilter,
+		Details:       a.details,
+		DetailsCut:    a.detailsCut,
 		Timing: record.Timing{
 			Queued:    a.queued,
 			Started:   a.started,

@@ -211,8 +211,9 @@ type profileTable struct {
 	mu      sync.Mutex
 	plugins []string // original plugin names, by index
 
-	// Set once by complete, read-only after.
+	// Set once by complete and observePlugins, read-only after.
 	scorePlugins []record.ScorePlugin
+	explainers   []attemptExplainer
 
 	// current is the attempt whose scheduling algorithm (PreFilter to
 	// Score) is running. The scheduler runs one scheduling cycle at a time,

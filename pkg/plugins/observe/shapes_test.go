@@ -21,6 +21,8 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/schedscope/schedscope/pkg/record"
 )
 
 // shapeBase is what every part of a test plugin shares: its name, how it
@@ -105,6 +107,11 @@ func (p filterPart) Filter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 		return p.b.status("Filter", fwk.Unschedulable)
 	}
 	return nil
+}
+
+// ExplainFilter makes every shape with Filter a FilterExplainer.
+func (p filterPart) ExplainFilter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, node fwk.NodeInfo, s *fwk.Status) string {
+	return fmt.Sprintf("%s rejected %s: %s", p.b.name, node.Node().Name, s.Message())
 }
 
 type postFilterPart struct{ b *shapeBase }
@@ -282,6 +289,14 @@ func TestObservedFrameworkEqualsPlain(t *testing.T) {
 				if table.plugins[s.plugin] == "Shape" {
 					observedPoints[s.point] = true
 				}
+			}
+			wantDetails := []record.PluginDetail(nil)
+			// Varied, Filter rejects node b, unless PreFilter skipped it.
+			if varied && slices.Contains(shape.parts, "filter") && !slices.Contains(shape.parts, "preFilter") {
+				wantDetails = []record.PluginDetail{{Plugin: "Shape", Node: "b", Detail: "Shape rejected b: Shape at Filter"}}
+			}
+			if diff := cmp.Diff(wantDetails, a.details); diff != "" {
+				t.Errorf("%s: details (-want +got):\n%s", name, diff)
 			}
 			for _, part := range shape.parts {
 				if p, ok := onceObservedPoints[part]; ok && !observedPoints[p] && !(p == pointPreFilter && len(a.preFilter) > 0) && ranAt(observedBase.calls, p) {

@@ -40,6 +40,9 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 		if !ok {
 			o = &observed{table: table, index: table.add(p.Name())}
 			plugins[p.Name()] = o
+			if e, ok := pluginBehind(p).(AttemptExplainer); ok {
+				table.explainers = append(table.explainers, attemptExplainer{index: o.index, explainer: e})
+			}
 		}
 		return o
 	}
@@ -85,6 +88,28 @@ func (s frameworkStruct) field(name string) reflect.Value {
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 }
 
+// pluginBehind returns the plugin p wraps, through any number of wrappers
+// that embed the plugin they wrap as their first field, as the framework's
+// own metric wrappers (instrumentedFilterPlugin, ...) do; p itself when it
+// wraps none.
+func pluginBehind(p fwk.Plugin) fwk.Plugin {
+	plugin := reflect.TypeFor[fwk.Plugin]()
+	for {
+		v := reflect.ValueOf(p)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct || v.NumField() == 0 {
+			return p
+		}
+		first := v.Type().Field(0)
+		if !first.Anonymous || first.Type.Kind() != reflect.Interface || !first.Type.Implements(plugin) || v.Field(0).IsNil() {
+			return p
+		}
+		p = v.Field(0).Interface().(fwk.Plugin)
+	}
+}
+
 // observedSlice is one extension point's plugin list in the framework.
 type observedSlice struct {
 	name string
@@ -111,7 +136,10 @@ func wrapSlice[P fwk.Plugin](name string, wrap func(P, *observed) P) observedSli
 // are: they do not decide a pod's node within an attempt.
 var observedSlices = []observedSlice{
 	wrapSlice("preFilterPlugins", func(p fwk.PreFilterPlugin, o *observed) fwk.PreFilterPlugin { return preFilterPlugin{p, o} }),
-	wrapSlice("filterPlugins", func(p fwk.FilterPlugin, o *observed) fwk.FilterPlugin { return filterPlugin{p, o} }),
+	wrapSlice("filterPlugins", func(p fwk.FilterPlugin, o *observed) fwk.FilterPlugin {
+		explainer, _ := pluginBehind(p).(FilterExplainer)
+		return filterPlugin{p, o, explainer}
+	}),
 	wrapSlice("postFilterPlugins", func(p fwk.PostFilterPlugin, o *observed) fwk.PostFilterPlugin { return postFilterPlugin{p, o} }),
 	wrapSlice("preScorePlugins", func(p fwk.PreScorePlugin, o *observed) fwk.PreScorePlugin { return preScorePlugin{p, o} }),
 	wrapSlice("scorePlugins", func(p fwk.ScorePlugin, o *observed) fwk.ScorePlugin { return scorePlugin{p, o} }),
@@ -180,17 +208,30 @@ func (w preFilterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, p 
 
 type filterPlugin struct {
 	fwk.FilterPlugin
-	o *observed
+	o         *observed
+	explainer FilterExplainer // nil unless the plugin explains its rejections
 }
 
 func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	c := w.o.perNodeClock(pointFilter)
 	if c == nil {
-		return w.FilterPlugin.Filter(ctx, state, p, nodeInfo)
+		return w.explained(ctx, state, p, nodeInfo, w.FilterPlugin.Filter(ctx, state, p, nodeInfo))
 	}
 	start := monotonicNow()
 	s := w.FilterPlugin.Filter(ctx, state, p, nodeInfo)
 	c.add(monotonicNow() - start)
+	return w.explained(ctx, state, p, nodeInfo, s)
+}
+
+// explained returns s, after asking the plugin to explain a rejection of a
+// recorded attempt.
+func (w filterPlugin) explained(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo, s *fwk.Status) *fwk.Status {
+	if w.explainer == nil || !s.IsRejected() {
+		return s
+	}
+	if a := w.o.table.current.Load(); a != nil {
+		a.addDetail(w.o.index, nodeInfo.Node().Name, w.explainer.ExplainFilter(ctx, state, p, nodeInfo, s))
+	}
 	return s
 }
 

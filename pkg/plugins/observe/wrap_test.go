@@ -164,7 +164,7 @@ func (f *fakeFilter) Filter(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeIn
 // observedFilter returns the wrapper of a fakeFilter registered in r's profile.
 func observedFilter(r *Recorder, profile string) fwk.FilterPlugin {
 	table := r.profileTable(profile)
-	return filterPlugin{&fakeFilter{}, &observed{table: table, index: table.add("FakeFilter")}}
+	return filterPlugin{FilterPlugin: &fakeFilter{}, o: &observed{table: table, index: table.add("FakeFilter")}}
 }
 
 func TestWrapperKeepsThePluginsName(t *testing.T) {

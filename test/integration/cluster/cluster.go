@@ -374,7 +374,13 @@ type Scheduler struct {
 	MetricsURL string
 }
 
-// StartScheduler starts binary (schedscope-scheduler or kube-scheduler) with
+// observedSchedulers are the scheduler binaries built with schedscope, which
+// serve a record stream: schedscope-scheduler and the example custom
+// scheduler.
+var observedSchedulers = map[string]bool{"schedscope-scheduler": true, "example-scheduler": true}
+
+// StartScheduler starts binary (kube-scheduler, schedscope-scheduler, or
+// the example custom scheduler with or without schedscope) with
 // the KubeSchedulerConfiguration config (YAML, without clientConnection;
 // the kubeconfig is set here) and extra flags.
 func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config string, extra ...string) (*Scheduler, error) {
@@ -394,7 +400,7 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 		"--cert-dir", filepath.Join(cp.Dir, name+"-certs"),
 	}
 	s := &Scheduler{HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
-	if binary == "schedscope-scheduler" && !hasFlag(extra, "--record-stream-address") {
+	if observedSchedulers[binary] && !hasFlag(extra, "--record-stream-address") {
 		streamPort, err := FreePort()
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,43 @@ profiles:
         weight: 100
 `
 
+// outOfTreeConfig is config with the example custom scheduler's
+// out-of-tree plugins (examples/custom-scheduler): QOSSort sorts the queue
+// instead of PrioritySort; NodeRoom (PreFilter, Filter) and NoFit
+// (PostFilter) are enabled through multiPoint; NodeLabelScore (Score,
+// NormalizeScore) scores beside NodeAffinity. No node has a score label,
+// so NodeLabelScore cannot make two nodes tie.
+const outOfTreeConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: equivalence
+  plugins:
+    queueSort:
+      enabled:
+      - name: QOSSort
+      disabled:
+      - name: "*"
+    multiPoint:
+      enabled:
+      - name: NodeRoom
+      - name: NoFit
+    score:
+      enabled:
+      - name: NodeAffinity
+        weight: 100
+      - name: NodeLabelScore
+        weight: 2
+`
+
+// roomLabel is the example's NodeRoom label: how many pods a node has room
+// for. Every fourth node has room for two pods only.
+const roomLabel = "example.com/room"
+
+// TestDecisionEquivalence schedules one seeded workload with plain
+// kube-scheduler and with schedscope, and with the example custom scheduler
+// built without and with schedscope, and compares every binding.
 func TestDecisionEquivalence(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -75,7 +113,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	// Pods are created one at a time, each once the one before is bound, so
 	// that both schedulers decide the same pods in the same order on the same
 	// cluster state, whatever the timing.
-	runWith := func(binary string) (map[string]string, *cluster.Scheduler) {
+	runWithConfig := func(t *testing.T, binary, config string) (map[string]string, *cluster.Scheduler) {
 		s, err := cp.StartScheduler(ctx, binary, binary, config)
 		if err != nil {
 			t.Fatal(err)
@@ -101,34 +139,87 @@ func TestDecisionEquivalence(t *testing.T) {
 		return bindings, s
 	}
 
-	plain, plainScheduler := runWith("kube-scheduler")
-	plainScheduler.Stop()
-	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, err
-	}); err != nil {
-		t.Fatal(err)
-	}
-
-	observed, schedscope := runWith("schedscope-scheduler")
-	defer schedscope.Stop()
-	if diff := cmp.Diff(plain, observed); diff != "" {
-		t.Errorf("bindings differ (-kube-scheduler +schedscope-scheduler):\n%s", diff)
-	}
-
-	records := scheduledRecords(t, schedscope.StreamURL)
-	if len(records) != numPods {
-		t.Fatalf("%d scheduled records, want %d", len(records), numPods)
-	}
-	for name, rec := range records {
-		if rec.SelectedNode != observed[name] {
-			t.Errorf("pod %s: record selected %s, bound to %s", name, rec.SelectedNode, observed[name])
+	deletePods := func(t *testing.T) {
+		if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		checkScoresReproduceChoice(t, name, rec)
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+			return err == nil && len(list.Items) == 0, err
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	tests := []struct {
+		name, plain, observed, config string
+		// outOfTree are the example's plugins the records must show.
+		outOfTree bool
+	}{
+		{name: "in-tree plugins", plain: "kube-scheduler", observed: "schedscope-scheduler", config: config},
+		{name: "out-of-tree plugins", plain: "example-scheduler-plain", observed: "example-scheduler", config: outOfTreeConfig, outOfTree: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runWith := func(binary string) (map[string]string, *cluster.Scheduler) {
+				return runWithConfig(t, binary, tt.config)
+			}
+			plain, plainScheduler := runWith(tt.plain)
+			plainScheduler.Stop()
+			deletePods(t)
+
+			observed, schedscope := runWith(tt.observed)
+			defer deletePods(t)
+			defer schedscope.Stop()
+			if diff := cmp.Diff(plain, observed); diff != "" {
+				t.Errorf("bindings differ (-%s +%s):\n%s", tt.plain, tt.observed, diff)
+			}
+
+			records := scheduledRecords(t, schedscope.StreamURL)
+			if len(records) != numPods {
+				t.Fatalf("%d scheduled records, want %d", len(records), numPods)
+			}
+			for name, rec := range records {
+				if rec.SelectedNode != observed[name] {
+					t.Errorf("pod %s: record selected %s, bound to %s", name, rec.SelectedNode, observed[name])
+				}
+				checkScoresReproduceChoice(t, name, rec)
+			}
+			if tt.outOfTree {
+				checkOutOfTreePlugins(t, records)
+			}
+		})
+	}
+}
+
+// checkOutOfTreePlugins checks that the records show the example's plugins
+// at work: NodeRoom's rejections with its own details, NodeLabelScore's
+// scores, QOSSort nowhere (it sorts the queue, outside attempts).
+func checkOutOfTreePlugins(t *testing.T, records map[string]*record.Attempt) {
+	t.Helper()
+	var rejected, detailed, scored int
+	for _, rec := range records {
+		for _, g := range rec.Filter {
+			if g.Verdict == record.VerdictRejected && g.Plugin == "NodeRoom" {
+				rejected++
+			}
+		}
+		for _, d := range rec.Details {
+			if d.Plugin == "NodeRoom" && d.Node != "" && strings.Contains(d.Detail, "has room for 2 pods") {
+				detailed++
+			}
+		}
+		if rec.Scores != nil {
+			for _, p := range rec.Scores.Plugins {
+				if p.Name == "NodeLabelScore" && p.Weight == 2 {
+					scored++
+				}
+			}
+		}
+	}
+	if rejected == 0 || detailed == 0 || scored == 0 {
+		t.Errorf("records with NodeRoom rejections %d, with NodeRoom details %d, scored by NodeLabelScore %d: want each > 0", rejected, detailed, scored)
+	}
+	t.Logf("records with NodeRoom rejections %d, with NodeRoom details %d, scored by NodeLabelScore %d", rejected, detailed, scored)
 }
 
 // checkScoresReproduceChoice recomputes every node's total from the
@@ -204,6 +295,9 @@ func makeNodes(rng *rand.Rand) []*v1.Node {
 				"schedscope.io/cores": fmt.Sprint(4 + 2*i),
 			},
 		}}
+		if i%4 == 0 {
+			n.Labels[roomLabel] = "2"
+		}
 		switch rng.IntN(6) {
 		case 0:
 			n.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "batch", Effect: v1.TaintEffectNoSchedule}}
