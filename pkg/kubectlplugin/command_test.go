@@ -44,6 +44,10 @@ func fixture() []*record.Attempt {
 		recordtest.MakeAttempt("batch", "job", "uid-job").Finished(t0.Add(2*time.Second)).Unschedulable("0/1 nodes are available").
 			Rejected("NodeResourcesFit", "Insufficient memory", "a").Obj(),
 	}
+	as[0].Details = []record.PluginDetail{
+		{Plugin: "NodeResourcesFit", Node: "small-1", Detail: "small-1 has 500m of cpu free"},
+		{Plugin: "NUMATopology", Detail: "the pod asks for one NUMA zone"},
+	}
 	for i, a := range as {
 		a.Seq = uint64(i + 1)
 	}
@@ -132,12 +136,13 @@ Result:   scheduled
 Node:     big-2
 Trace:    4bf92f3577b34da6a3ce929d0e0e4736
 Nodes:    7 total, 6 evaluated, 3 feasible
+Detail:   NUMATopology: the pod asks for one NUMA zone
 
 NODE          VERDICT        PLUGIN            TOTAL  NodeResourcesFit  ImageLocality  DETAIL
 big-2         chosen         -                 140    90                50             rank 1
 big-3         feasible       -                 60     60                0              rank 2
 big-1         feasible       -                 40     30                10             rank 3
-small-1       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu
+small-1       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu (NodeResourcesFit: small-1 has 500m of cpu free)
 small-2       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu
 tainted-node  rejected       TaintToleration   -      -                 -              node(s) had untolerated taint {dedicated: infra}
 far-1         not-evaluated  -                 -      -                 -              enough feasible nodes found

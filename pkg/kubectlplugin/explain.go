@@ -194,7 +194,14 @@ func PrintExplanation(w io.Writer, e *explain.Explanation) {
 	if e.TraceID != "" {
 		fmt.Fprintf(w, "Trace:    %s\n", e.TraceID)
 	}
-	fmt.Fprintf(w, "Nodes:    %d total, %d evaluated, %d feasible\n\n", e.Nodes.Total, e.Nodes.Evaluated, e.Nodes.Feasible)
+	fmt.Fprintf(w, "Nodes:    %d total, %d evaluated, %d feasible\n", e.Nodes.Total, e.Nodes.Evaluated, e.Nodes.Feasible)
+	for _, d := range e.Details {
+		fmt.Fprintf(w, "Detail:   %s: %s\n", d.Plugin, d.Detail)
+	}
+	if e.DetailsCut > 0 {
+		fmt.Fprintf(w, "Detail:   %d more details not kept\n", e.DetailsCut)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"NODE", "VERDICT", "PLUGIN", "TOTAL"}
@@ -221,6 +228,9 @@ func PrintExplanation(w io.Writer, e *explain.Explanation) {
 		switch {
 		case len(r.Reasons) > 0:
 			detail = strings.Join(r.Reasons, "; ")
+			for _, d := range r.Details {
+				detail += fmt.Sprintf(" (%s: %s)", d.Plugin, d.Detail)
+			}
 		case r.NotEvaluatedReason != "":
 			detail = r.NotEvaluatedReason
 		case r.Rank > 0:

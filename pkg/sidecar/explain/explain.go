@@ -45,6 +45,11 @@ type Explanation struct {
 	ScoringSkipped string `json:"scoringSkipped,omitempty"`
 	// Groups are the nodes grouped by identical verdict, in row order.
 	Groups []Group `json:"groups"`
+	// Details are what plugins said of the attempt as a whole; what they
+	// said of a node is in its row.
+	Details []record.PluginDetail `json:"details,omitempty"`
+	// DetailsCut counts the plugins' details the record did not keep.
+	DetailsCut int `json:"detailsCut,omitempty"`
 
 	// Rows is the requested page of nodes.
 	Rows []NodeRow `json:"rows"`
@@ -81,6 +86,8 @@ type NodeRow struct {
 	// Scores are the weighted scores, one per ScorePlugin; nil if unscored.
 	Scores []int64 `json:"scores,omitempty"`
 	Total  *int64  `json:"total,omitempty"`
+	// Details are what plugins said of the node.
+	Details []record.PluginDetail `json:"details,omitempty"`
 }
 
 // NodeAnswer explains the fate of one node.
@@ -115,6 +122,12 @@ func verdictOrder(g record.VerdictGroup) int {
 
 func build(a *record.Attempt) *layout {
 	l := &layout{scores: map[string]*record.NodeScore{}, ranks: map[string]int{}, byNode: map[string]int{}}
+	details := map[string][]record.PluginDetail{}
+	for _, d := range a.Details {
+		if d.Node != "" {
+			details[d.Node] = append(details[d.Node], d)
+		}
+	}
 	if a.Scores != nil {
 		for i := range a.Scores.Nodes {
 			ns := &a.Scores.Nodes[i]
@@ -138,7 +151,7 @@ func build(a *record.Attempt) *layout {
 	for gi, g := range filter {
 		grp := Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: max(g.Count, len(g.Nodes))}
 		for _, n := range g.Nodes {
-			row := NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason}
+			row := NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Details: details[n]}
 			if s, ok := l.scores[n]; ok {
 				row.Rank = l.ranks[n]
 				row.Scores = s.Weighted
@@ -182,7 +195,12 @@ func Explain(a *record.Attempt, opts Options) *Explanation {
 		FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
 		TraceID: a.TraceID, Timing: a.Timing, Points: a.Points, Nodes: a.Nodes,
 		FilterPlugins: []string{}, ScorePlugins: []record.ScorePlugin{}, Groups: l.groups,
-		Offset: opts.Offset, Limit: opts.Limit,
+		DetailsCut: a.DetailsCut, Offset: opts.Offset, Limit: opts.Limit,
+	}
+	for _, d := range a.Details {
+		if d.Node == "" {
+			e.Details = append(e.Details, d)
+		}
 	}
 	if e.Groups == nil {
 		e.Groups = []Group{}
@@ -248,6 +266,9 @@ func Node(a *record.Attempt, node string) (ans *NodeAnswer, ok bool) {
 		ans.Why = fmt.Sprintf("node %s was rejected at Filter by %s", node, row.Plugin)
 		if len(row.Reasons) > 0 {
 			ans.Why += ": " + strings.Join(row.Reasons, "; ")
+		}
+		for _, d := range row.Details {
+			ans.Why += fmt.Sprintf(" (%s: %s)", d.Plugin, d.Detail)
 		}
 	case row.Verdict == record.VerdictNotEvaluated:
 		ans.Why = fmt.Sprintf("node %s was not evaluated: %s", node, row.NotEvaluatedReason)

@@ -127,3 +127,32 @@ func TestExplainLargeAttemptIsPaged(t *testing.T) {
 		t.Errorf("%d groups, want 4 (passed and three rejecting plugins)", len(e.Groups))
 	}
 }
+
+func TestExplainShowsPluginDetails(t *testing.T) {
+	a := scheduled()
+	a.Details = []record.PluginDetail{
+		{Plugin: "NUMATopology", Node: "small-1", Detail: "NUMA zone 1 lacks 2 CPUs"},
+		{Plugin: "NUMATopology", Detail: "pod needs a single NUMA zone"},
+	}
+	a.DetailsCut = 3
+	e := Explain(a, Options{Group: AllGroups})
+	if diff := cmp.Diff([]record.PluginDetail{{Plugin: "NUMATopology", Detail: "pod needs a single NUMA zone"}}, e.Details); diff != "" {
+		t.Errorf("attempt details (-want +got):\n%s", diff)
+	}
+	if e.DetailsCut != 3 {
+		t.Errorf("details cut %d, want 3", e.DetailsCut)
+	}
+	for _, r := range e.Rows {
+		want := []record.PluginDetail(nil)
+		if r.Node == "small-1" {
+			want = []record.PluginDetail{a.Details[0]}
+		}
+		if diff := cmp.Diff(want, r.Details); diff != "" {
+			t.Errorf("row %s details (-want +got):\n%s", r.Node, diff)
+		}
+	}
+	ans, _ := Node(a, "small-1")
+	if !strings.Contains(ans.Why, "(NUMATopology: NUMA zone 1 lacks 2 CPUs)") {
+		t.Errorf("why %q does not give the plugin's detail", ans.Why)
+	}
+}

@@ -67,6 +67,10 @@ func podRecord() *record.Attempt {
 func TestPodPageInChromium(t *testing.T) {
 	second := podRecord()
 	second.Attempt = 2
+	second.Details = []record.PluginDetail{
+		{Plugin: "NodeResourcesFit", Node: "small-1", Detail: "small-1 has 500m of cpu free"},
+		{Plugin: "NUMATopology", Detail: "the pod asks for one NUMA zone"},
+	}
 	base := serve(t,
 		recordtest.MakeAttempt("shop", "web", "uid-web").Unschedulable("0/4 nodes are available").
 			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").Obj(),
@@ -86,7 +90,11 @@ func TestPodPageInChromium(t *testing.T) {
 	if i, j := strings.Index(dom, `data-node="big-2"`), strings.Index(dom, `data-node="tainted-node"`); i < 0 || j < i {
 		t.Errorf("the chosen node is not listed before the rejected one")
 	}
+	if small := webtest.Row(t, dom, "small-1"); !strings.Contains(small, "NodeResourcesFit: small-1 has 500m of cpu free") {
+		t.Errorf("the row of small-1 does not show the plugin's detail:\n%s", small)
+	}
 	for _, want := range []string{
+		"Detail from NUMATopology", "the pod asks for one NUMA zone", // the plugin's detail on the attempt
 		`href="http://jaeger.example:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736"`, // trace link
 		`>#1<`, `>#2<`, // attempt timeline
 	} {

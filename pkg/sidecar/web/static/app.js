@@ -125,6 +125,8 @@ function summary(e) {
   rows.push(['Timing', 'queued ' + fmtTime(e.timing.queued) + ', waited ' + fmtDuration(e.timing.queueWait) +
     ', scheduling cycle ' + fmtDuration(e.timing.schedulingCycle) + ', binding cycle ' + fmtDuration(e.timing.bindingCycle)]);
   rows.push(['Trace', traceLink(e.traceID)]);
+  for (const d of e.details || []) rows.push(['Detail from ' + d.plugin, d.detail]);
+  if (e.detailsCut) rows.push(['Details not kept', String(e.detailsCut)]);
   return el('dl', { class: 'summary' }, rows.map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
 }
 
@@ -179,11 +181,13 @@ function matrix(e, state) {
   head.push(el('th', { class: 'num', text: 'Total' }));
   const rows = e.rows.map(r => {
     const cls = r.chosen ? 'chosen' : r.verdict;
+    const details = (r.details || []).map(d => d.plugin + ': ' + d.detail).join('; ');
     const cells = [
       el('td', { class: 'node', text: r.node }),
       el('td', { text: r.chosen ? 'chosen' : (r.verdict === 'passed' ? 'feasible' : r.verdict) }),
       el('td', { class: 'rejected-by', title: (r.reasons || []).join('; ') || r.notEvaluatedReason || '',
-        text: r.plugin ? r.plugin + ': ' + (r.reasons || []).join('; ') : (r.notEvaluatedReason || '') }),
+        text: r.plugin ? r.plugin + ': ' + (r.reasons || []).join('; ') : (r.notEvaluatedReason || '') },
+        details ? el('div', { class: 'plugin-detail', text: details }) : null),
     ];
     for (const p of e.filterPlugins) {
       if (r.plugin === p) cells.push(el('td', { class: 'cell-rejected', title: (r.reasons || []).join('; '), text: '✗' }));
