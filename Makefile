@@ -25,6 +25,10 @@ VULNDB := $(CURDIR)/_output/vulndb
 # The scheduler_perf harness starts etcd from PATH.
 export PATH := $(BIN):$(PATH)
 BENCH_OUT := $(CURDIR)/_output/bench
+# The compatibility suite: the modes `make test` runs it in (each mode in
+# its own process, side by side), and where its logs and table go.
+COMPAT_MODES ?= plain recording tracing
+COMPAT_OUT := $(CURDIR)/_output/compat
 
 .DEFAULT_GOAL := help
 
@@ -58,6 +62,23 @@ test: build build-tools ## Run every test: unit, integration (real etcd, kube-ap
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
+	$(MAKE) test-compat
+
+.PHONY: test-compat
+test-compat: build ## Run every upstream scheduler_perf workload file at its integration-test sizes in plain and observed modes (COMPAT_MODES); table in _output/compat/table.md.
+	@rm -rf $(COMPAT_OUT) && mkdir -p $(COMPAT_OUT)
+	$(GO) test -c -tags compat -o $(COMPAT_OUT)/compat.test ./test/bench
+	@pids=; for mode in $(COMPAT_MODES); do \
+		mkdir -p $(COMPAT_OUT)/$$mode; \
+		ARTIFACTS=$(COMPAT_OUT)/$$mode $(COMPAT_OUT)/compat.test -test.run '^TestCompatibility$$' -test.count=1 -test.timeout=60m -test.v \
+			-schedscope-compat-modes=$$mode -schedscope-compat-report=$(COMPAT_OUT)/table.md > $(COMPAT_OUT)/$$mode.log 2>&1 & pids="$$pids $$!"; \
+	done; status=0; for pid in $$pids; do wait $$pid || status=1; done; \
+	printf '| workload file | mode | workloads run | failed | result | records written = read |\n|---|---|---|---|---|---|\n'; \
+	sort $(COMPAT_OUT)/table.md; grep -h -- '--- FAIL' $(COMPAT_OUT)/*.log; exit $$status
+
+.PHONY: test-compat-all
+test-compat-all: ## The compatibility suite in every mode: plain, recording, tracing, collector-down and collector-slow (nightly; longer than make test's).
+	$(MAKE) test-compat COMPAT_MODES="plain recording tracing collector-down collector-slow"
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (60s); a crasher lands in the package's testdata/fuzz.
@@ -103,9 +124,11 @@ bench: build ## Measure schedscope's overhead against plain kube-scheduler (sche
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered manifests.
-	@test -z "$$(gofmt -l cmd pkg test hack config manifests)" || { gofmt -l cmd pkg test hack config manifests; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l cmd pkg test hack config manifests examples)" || { gofmt -l cmd pkg test hack config manifests examples; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags reliability ./test/reliability/...
+	$(GO) vet -tags compat ./test/bench/...
+	cd examples/custom-scheduler && $(GO) vet ./... && $(GO) mod tidy -diff
 	$(GO) mod tidy -diff
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
