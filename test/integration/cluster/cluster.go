@@ -268,6 +268,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		"--authorization-mode", "RBAC",
 		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
 		"--service-cluster-ip-range", "10.0.0.0/24",
+		// Tolerations with the Gt and Lt operators are accepted, so that tests
+		// can tell whether a scheduler's plugins got the same gate.
+		"--feature-gates", "TaintTolerationComparisonOperators=true",
 	}
 	frontProxy, err := frontProxyArgs(cp.Dir)
 	if err != nil {
