@@ -176,6 +176,9 @@ func runWorkloadFile(t *testing.T, file, mode string) compatRow {
 		if res.Dropped > 0 {
 			t.Errorf("%d attempts dropped", res.Dropped)
 		}
+		if mode == "tracing" && res.SpansReceived == 0 {
+			t.Error("the OTLP receiver received no span")
+		}
 	}
 	return row
 }

@@ -109,16 +109,20 @@ type observer struct {
 	b       testing.TB
 	res     *result
 	metrics *schedmetrics.Metrics
-	tracer  *tracing.Tracer
-	sink    *otlpSink
-	silent  *cluster.SilentCollector
+	// endpoint is where the observed schedulers export spans; empty when
+	// the mode does not trace.
+	endpoint string
+	sink     *otlpSink
+	silent   *cluster.SilentCollector
 
 	mu        sync.Mutex
 	installed map[*scheduler.Scheduler]bool
 
-	records atomic.Int64
-	read    atomic.Int64
-	dropped atomic.Uint64
+	records       atomic.Int64
+	read          atomic.Int64
+	dropped       atomic.Uint64
+	spansLost     atomic.Uint64
+	tracesSkipped atomic.Uint64
 }
 
 // newObserver wires the observation of a mode: recording; tracing, to a
@@ -154,12 +158,7 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 			}
 			endpoint = fmt.Sprintf("127.0.0.1:%d", port)
 		}
-		rate := int32(1_000_000)
-		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		o.tracer = t
+		o.endpoint = endpoint
 	}
 	return o
 }
@@ -180,8 +179,17 @@ func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _
 		o.metrics.ObserveRecord(a)
 		s.records.Add(1)
 	}})
-	if o.tracer != nil {
-		s.recorder.SetTracer(o.tracer)
+	// Each scheduler has a tracer of its own, as each scheduler process
+	// does, ended with its workload: the harness checks that a workload
+	// leaves no goroutine behind.
+	if o.endpoint != "" {
+		rate := int32(1_000_000)
+		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &o.endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
+		if err != nil {
+			return err
+		}
+		s.tracer = t
+		s.recorder.SetTracer(t)
 	}
 	if err := s.recorder.Install(sched); err != nil {
 		return err
@@ -209,6 +217,7 @@ type session struct {
 	*observer
 	recorder *observe.Recorder
 	buffer   *stream.Buffer
+	tracer   *tracing.Tracer // nil when the mode does not trace
 
 	stopWorker context.CancelFunc // ends the recorder's worker
 	worker     sync.WaitGroup
@@ -255,20 +264,21 @@ func (s *session) stop() {
 	}
 	s.cancel()
 	s.done.Wait()
+	if s.tracer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.tracer.Shutdown(ctx)
+		s.observer.spansLost.Add(s.tracer.DroppedSpans() + s.tracer.FailedSpans())
+		s.observer.tracesSkipped.Add(s.tracer.SkippedAttempts())
+	}
 	s.observer.records.Add(s.records.Load())
 	s.observer.read.Add(s.read.Load())
 	s.observer.dropped.Add(s.recorder.Dropped())
 }
 
-// finish ends the mode's tracing and collectors and fills in the result.
+// finish ends the mode's collectors and fills in the result.
 func (o *observer) finish() {
-	if o.tracer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = o.tracer.Shutdown(ctx)
-		o.res.SpansLost = o.tracer.DroppedSpans() + o.tracer.FailedSpans()
-		o.res.TracesSkipped = o.tracer.SkippedAttempts()
-	}
+	o.res.SpansLost, o.res.TracesSkipped = o.spansLost.Load(), o.tracesSkipped.Load()
 	o.res.Records, o.res.RecordsRead, o.res.Dropped = o.records.Load(), o.read.Load(), o.dropped.Load()
 	if o.silent != nil {
 		o.silent.Stop()

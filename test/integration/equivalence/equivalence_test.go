@@ -5,8 +5,10 @@ package equivalence
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/kubectlplugin"
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 	"github.com/schedscope/schedscope/test/integration/cluster"
 )
 
@@ -197,7 +201,16 @@ func TestDecisionEquivalence(t *testing.T) {
 func checkOutOfTreePlugins(t *testing.T, records map[string]*record.Attempt) {
 	t.Helper()
 	var rejected, detailed, scored int
-	for _, rec := range records {
+	var shown bool
+	for _, name := range slices.Sorted(maps.Keys(records)) {
+		rec := records[name]
+		if !shown && len(rec.Details) > 0 {
+			// One pod as kubectl schedscope explain prints it.
+			var out strings.Builder
+			kubectlplugin.PrintExplanation(&out, explain.Explain(rec, explain.Options{Group: explain.AllGroups}))
+			t.Logf("pod %s, as kubectl schedscope explain prints it:\n%s", name, out.String())
+			shown = true
+		}
 		for _, g := range rec.Filter {
 			if g.Verdict == record.VerdictRejected && g.Plugin == "NodeRoom" {
 				rejected++
