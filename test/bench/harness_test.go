@@ -29,7 +29,7 @@ import (
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	schedmetrics "github.com/schedscope/schedscope/pkg/metrics"
-	"github.com/schedscope/schedscope/pkg/plugins/observe"
+	"github.com/schedscope/schedscope/pkg/observe"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/pkg/tracing"

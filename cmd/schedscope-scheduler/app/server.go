@@ -37,7 +37,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/schedscope/schedscope/pkg/metrics"
-	"github.com/schedscope/schedscope/pkg/plugins/observe"
+	"github.com/schedscope/schedscope/pkg/observe"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/pkg/tracing"
 )

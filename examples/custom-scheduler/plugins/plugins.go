@@ -15,7 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 
-	"github.com/schedscope/schedscope/pkg/plugins/observe"
+	"github.com/schedscope/schedscope/pkg/observe"
 )
 
 // Labels the plugins read.
