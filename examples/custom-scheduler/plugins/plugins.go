@@ -13,10 +13,20 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 
 	"github.com/schedscope/schedscope/pkg/observe"
 )
+
+// Options register the plugins with a scheduler command, kube-scheduler's
+// or schedscope's.
+var Options = []kubeschedulerapp.Option{
+	kubeschedulerapp.WithPlugin(NodeLabelScoreName, NewNodeLabelScore),
+	kubeschedulerapp.WithPlugin(NodeRoomName, NewNodeRoom),
+	kubeschedulerapp.WithPlugin(QOSSortName, NewQOSSort),
+	kubeschedulerapp.WithPlugin(NoFitName, NewNoFit),
+}
 
 // Labels the plugins read.
 const (

@@ -1,6 +1,7 @@
-// Command example-scheduler-plain is the example custom scheduler without schedscope:
-// kube-scheduler with the example's out-of-tree plugins, as their authors
-// would build it. The decision-equivalence test compares it with example-scheduler.
+// Command example-scheduler-plain is the example custom scheduler without
+// schedscope: kube-scheduler with the example's out-of-tree plugins, as their
+// authors would build it. The decision-equivalence test compares it with
+// example-scheduler.
 package main
 
 import (
@@ -16,10 +17,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(kubeschedulerapp.NewSchedulerCommand(
-		kubeschedulerapp.WithPlugin(plugins.NodeLabelScoreName, plugins.NewNodeLabelScore),
-		kubeschedulerapp.WithPlugin(plugins.NodeRoomName, plugins.NewNodeRoom),
-		kubeschedulerapp.WithPlugin(plugins.QOSSortName, plugins.NewQOSSort),
-		kubeschedulerapp.WithPlugin(plugins.NoFitName, plugins.NewNoFit),
-	)))
+	os.Exit(cli.Run(kubeschedulerapp.NewSchedulerCommand(plugins.Options...)))
 }

@@ -1,12 +1,12 @@
-// Command example-scheduler is the example custom scheduler: kube-scheduler with the
-// example's out-of-tree plugins, every plugin observed by schedscope.
+// Command example-scheduler is the example custom scheduler: kube-scheduler
+// with the example's out-of-tree plugins, every plugin observed by
+// schedscope.
 package main
 
 import (
 	"os"
 
 	"k8s.io/component-base/cli"
-	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
 
@@ -14,10 +14,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewSchedulerCommand(
-		kubeschedulerapp.WithPlugin(plugins.NodeLabelScoreName, plugins.NewNodeLabelScore),
-		kubeschedulerapp.WithPlugin(plugins.NodeRoomName, plugins.NewNodeRoom),
-		kubeschedulerapp.WithPlugin(plugins.QOSSortName, plugins.NewQOSSort),
-		kubeschedulerapp.WithPlugin(plugins.NoFitName, plugins.NewNoFit),
-	)))
+	os.Exit(cli.Run(app.NewSchedulerCommand(plugins.Options...)))
 }
