@@ -5,7 +5,7 @@
 #   /schedscope-sidecar
 # The manifests set each container's command.
 #
-#   docker build -t ghcr.io/schedscope/schedscope:v0.1.0 .
+#   docker build --build-arg VERSION=v0.1.0 -t ghcr.io/schedscope/schedscope:v0.1.0 .
 
 FROM golang:1.27.3 AS build
 WORKDIR /src
@@ -15,10 +15,12 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY cmd/ cmd/
 COPY pkg/ pkg/
 ARG K8S_VERSION=v1.37.2
+ARG VERSION=devel
 # Static binaries (the sidecar's SQLite is pure Go), with the Kubernetes
-# version kube-scheduler reports.
+# version kube-scheduler reports and schedscope's own.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w \
+      -X github.com/schedscope/schedscope/pkg/version.Version=${VERSION} \
       -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} \
       -X k8s.io/component-base/version.gitMajor=1 \
       -X k8s.io/component-base/version.gitMinor=37" \

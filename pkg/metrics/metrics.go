@@ -2,7 +2,8 @@
 // component-base metrics, so they appear on the scheduler's own /metrics next
 // to upstream's scheduler_* metrics. Every attempt is counted (unlike
 // upstream's sampled plugin metrics), and labels come only from closed sets:
-// profile, plugin, extension point, status code and result.
+// profile, plugin, extension point, status code and result, besides the
+// versions on schedscope_build_info's one series.
 package metrics
 
 import (
@@ -60,6 +61,7 @@ type Metrics struct {
 	PluginDuration        *metrics.HistogramVec
 	scores                *scoreCollector
 	pipeline              *pipelineCollector
+	buildInfo             *buildInfoCollector
 }
 
 // New returns unregistered metrics reading sources.
@@ -101,8 +103,9 @@ func New(sources Sources) *Metrics {
 			Buckets:        metrics.ExponentialBuckets(0.000001, 4, 11),
 			StabilityLevel: metrics.ALPHA,
 		}, []string{labelProfile, labelPlugin, labelPoint}),
-		scores:   newScoreCollector(scoreHistogramOpts()),
-		pipeline: newPipelineCollector(sources),
+		scores:    newScoreCollector(scoreHistogramOpts()),
+		pipeline:  newPipelineCollector(sources),
+		buildInfo: newRunningBuildInfoCollector(),
 	}
 }
 
@@ -121,7 +124,7 @@ type Registry interface {
 // RegisterTo registers the metrics with r.
 func (m *Metrics) RegisterTo(r Registry) {
 	r.MustRegister(m.registerables()...)
-	r.CustomMustRegister(m.scores, m.pipeline)
+	r.CustomMustRegister(m.scores, m.pipeline, m.buildInfo)
 }
 
 var (
@@ -158,6 +161,7 @@ func (m *Metrics) Names() []string {
 	for _, d := range m.pipeline.descs {
 		names = append(names, d.name)
 	}
+	names = append(names, buildInfoName)
 	return names
 }
 

@@ -89,7 +89,7 @@ kube-scheduler does with the same configuration.`,
 }
 
 func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOptions, registryOptions ...kubeschedulerapp.Option) error {
-	verflag.PrintAndExitIfRequested()
+	printVersionAndExitIfRequested(cmd.Flags())
 	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
