@@ -393,18 +393,8 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 		out[j].Count++
 		out[j].Nodes = append(out[j].Nodes, nodes.names[i])
 	}
-	slices.SortStableFunc(out, func(x, y record.VerdictGroup) int { return cmp.Compare(verdictRank(x), verdictRank(y)) })
+	slices.SortStableFunc(out, func(x, y record.VerdictGroup) int { return cmp.Compare(x.Rank(), y.Rank()) })
 	return out, counts
-}
-
-func verdictRank(g record.VerdictGroup) int {
-	switch g.Verdict {
-	case record.VerdictPassed:
-		return 0
-	case record.VerdictRejected:
-		return 1
-	}
-	return 2
 }
 
 func (a *attempt) notEvaluatedReason() string {

@@ -223,6 +223,18 @@ type VerdictGroup struct {
 	Nodes []string `json:"nodes,omitempty"`
 }
 
+// Rank orders verdict groups for reading: passed, then rejected, then not
+// evaluated.
+func (g VerdictGroup) Rank() int {
+	switch g.Verdict {
+	case VerdictPassed:
+		return 0
+	case VerdictRejected:
+		return 1
+	}
+	return 2
+}
+
 // Scores is the score breakdown of an attempt.
 type Scores struct {
 	// SkippedReason is set when the scheduler did not score, e.g. because

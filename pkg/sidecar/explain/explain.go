@@ -109,17 +109,6 @@ type layout struct {
 	byNode map[string]int // row index
 }
 
-func verdictOrder(g record.VerdictGroup) int {
-	switch g.Verdict {
-	case record.VerdictPassed:
-		return 0
-	case record.VerdictRejected:
-		return 1
-	default:
-		return 2
-	}
-}
-
 func build(a *record.Attempt) *layout {
 	l := &layout{scores: map[string]*record.NodeScore{}, ranks: map[string]int{}, byNode: map[string]int{}}
 	details := map[string][]record.PluginDetail{}
@@ -137,7 +126,7 @@ func build(a *record.Attempt) *layout {
 	}
 	filter := append([]record.VerdictGroup(nil), a.Filter...)
 	sort.SliceStable(filter, func(i, j int) bool {
-		oi, oj := verdictOrder(filter[i]), verdictOrder(filter[j])
+		oi, oj := filter[i].Rank(), filter[j].Rank()
 		if oi != oj {
 			return oi < oj
 		}
