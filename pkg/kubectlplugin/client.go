@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -68,6 +69,9 @@ func newDirectClient(server string, cfg *rest.Config) (*directClient, error) {
 		return nil, usageErrorf("--server %q: want an http or https URL", server)
 	}
 	c := &http.Client{}
+	if cfg != nil && u.Scheme == "http" && !isLoopback(u.Hostname()) && hasCredentials(cfg) {
+		return nil, usageErrorf("--server %q: refusing to send the kubeconfig's credentials over plain http to a host that is not loopback; use https", server)
+	}
 	if cfg != nil {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Host = server
@@ -96,6 +100,21 @@ func (d *directClient) Get(ctx context.Context, path string, query url.Values) (
 		return nil, fmt.Errorf("reading the answer of %s: %w", u.String(), err)
 	}
 	return answer(resp.StatusCode, body, "the sidecar at "+d.base.String())
+}
+
+// isLoopback tells whether host names this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hasCredentials tells whether cfg authenticates its requests.
+func hasCredentials(cfg *rest.Config) bool {
+	return cfg.BearerToken != "" || cfg.BearerTokenFile != "" || cfg.Username != "" || cfg.Password != "" ||
+		cfg.ExecProvider != nil || cfg.AuthProvider != nil || len(cfg.CertData) > 0 || cfg.CertFile != ""
 }
 
 // aggregatedClient reaches the sidecar's API through the kube-apiserver,

@@ -179,6 +179,7 @@ func TestExitCodesAndFormats(t *testing.T) {
 		{name: "pending everywhere", args: []string{"pending", "-A", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"batch", "shop"}},
 		{name: "pending yaml", args: []string{"pending", "-A", "-o", "yaml", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"name: job", "result: unschedulable"}},
 		{name: "unreachable sidecar", args: []string{"pending", "--kubeconfig", alice, "--server", "http://127.0.0.1:1"}, wantCode: ExitFailure, wantErrOut: []string{"reaching the sidecar"}},
+		{name: "credentials over plain http", args: []string{"pending", "--kubeconfig", alice, "--server", "http://sidecar.example:8080"}, wantCode: ExitUsage, wantErrOut: []string{"refusing to send the kubeconfig's credentials over plain http"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
