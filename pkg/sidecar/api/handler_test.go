@@ -393,3 +393,21 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersAreNotSniffed checks that answers, errors included, tell
+// browsers not to guess their type.
+func TestAnswersAreNotSniffed(t *testing.T) {
+	e := newEnv(t, "alice get team-a/*")
+	for _, path := range []string{Prefix + "namespaces/team-a/pods/web/explain", Prefix + "namespaces/team-a/pods/nope/explain", Prefix + "namespaces/team-b/pods/web/explain"} {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s (%d): X-Content-Type-Options %q, want nosniff", path, resp.StatusCode, got)
+		}
+	}
+}

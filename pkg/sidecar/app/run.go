@@ -129,7 +129,9 @@ func (o *Options) Run(ctx context.Context) error {
 	mux.Handle("/livez", ok)
 	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := st.Cursor(r.Context()); err != nil {
-			http.Error(w, "store: "+err.Error(), http.StatusServiceUnavailable)
+			// The answer is open to anyone; the error goes to the log only.
+			klog.FromContext(r.Context()).Error(err, "Not ready: the store does not answer")
+			http.Error(w, "store not ready", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
