@@ -7,8 +7,11 @@ GO ?= go
 export GOTOOLCHAIN ?= go1.27.3
 BIN := $(CURDIR)/bin
 K8S_VERSION := v1.37.2
+# schedscope's version, as --version and schedscope_build_info show it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+	-X github.com/schedscope/schedscope/pkg/version.Version=$(VERSION)
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
 TEST_FLAGS ?=
