@@ -108,3 +108,15 @@ func WaitForBound(ctx context.Context, client kubernetes.Interface, ns string, w
 	}
 	return nil
 }
+
+// DeletePods deletes every pod of namespace ns at once and waits until they
+// are gone.
+func DeletePods(ctx context.Context, client kubernetes.Interface, ns string) error {
+	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0, err
+	})
+}

@@ -144,13 +144,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	}
 
 	deletePods := func(t *testing.T) {
-		if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-			return err == nil && len(list.Items) == 0, err
-		}); err != nil {
+		if err := cluster.DeletePods(ctx, client, namespace); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -189,13 +189,7 @@ func TestHostilePods(t *testing.T) {
 			t.Errorf("kube-scheduler: pod %s: got %+v, the test expects node %q or reason %q", short(p.pod.Name), abbreviate(o), short(p.node), p.reason)
 		}
 	}
-	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 0, err
-	}); err != nil {
+	if err := cluster.DeletePods(ctx, client, namespace); err != nil {
 		t.Fatal(err)
 	}
 
