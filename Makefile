@@ -137,7 +137,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered m
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/vuln && $(GO) mod tidy -diff
 	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
-		diff -u pkg/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
+		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify
 
 .PHONY: run

@@ -22,8 +22,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/app"
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/cmd/schedscope-sidecar/app"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 )
 
 // loadSchedulerConfig reads a KubeSchedulerConfiguration as kube-scheduler

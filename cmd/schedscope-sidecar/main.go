@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/component-base/cli"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/app"
+	"github.com/schedscope/schedscope/cmd/schedscope-sidecar/app"
 )
 
 func main() {

@@ -160,7 +160,7 @@ func main() {
 	tw.Flush()
 
 	fmt.Fprintln(table, "\nRecorder and tracer micro-benchmarks (per node-plugin call; per 5000-node record built, encoded and observed into the metrics; per attempt traced; all but the first off the scheduling path):")
-	micro := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s", "./pkg/observe", "./pkg/record", "./pkg/metrics", "./pkg/tracing")
+	micro := exec.Command("go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s", "./pkg/observe", "./pkg/record", "./pkg/scheduler/metrics", "./pkg/tracing")
 	micro.Stdout, micro.Stderr = table, raw
 	if err := micro.Run(); err != nil {
 		log.Fatalf("micro-benchmarks: %v", err)

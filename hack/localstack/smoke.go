@@ -16,7 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // explanation is the part of the sidecar's explain answer the checks read.
@@ -92,7 +92,7 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope-binpack",result="scheduled"}`},
 		{s.sidecarURL + "/metrics", "schedscope_follower_records_received_total"},
 	} {
-		body, err := cluster.GetWithToken(m.url)
+		body, err := framework.GetWithToken(m.url)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 // explain asks the sidecar for the latest attempt of a demo pod.
 func (s *stack) explain(name string) (explanation, error) {
 	var e explanation
-	body, err := cluster.GetWithToken(fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain?limit=1", s.sidecarURL, demoNamespace, name))
+	body, err := framework.GetWithToken(fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain?limit=1", s.sidecarURL, demoNamespace, name))
 	if err != nil {
 		return e, err
 	}
@@ -136,7 +136,7 @@ func (s *stack) explain(name string) (explanation, error) {
 
 // kubectlExplain runs the kubectl plugin against the sidecar as a user would.
 func (s *stack) kubectlExplain(pod string) (string, int, error) {
-	bin, err := cluster.Binary("kubectl-schedscope")
+	bin, err := framework.Binary("kubectl-schedscope")
 	if err != nil {
 		return "", 0, err
 	}

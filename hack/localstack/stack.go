@@ -19,7 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // markerEnv is set in the environment of every process the stack starts
@@ -35,10 +35,10 @@ type stack struct {
 	dir   string // the state directory
 	began time.Time
 
-	cp      *cluster.ControlPlane
-	sched   *cluster.Scheduler
-	sidecar *cluster.Process
-	jaeger  *cluster.Process
+	cp      *framework.ControlPlane
+	sched   *framework.Scheduler
+	sidecar *framework.Process
+	jaeger  *framework.Process
 
 	sidecarURL string // https://127.0.0.1:port
 	// jaegerQuery is Jaeger's query HTTP base URL when Jaeger runs.
@@ -165,13 +165,13 @@ func (s *stack) port(preferred int) (int, error) {
 			return preferred, nil
 		}
 	}
-	return cluster.FreePort()
+	return framework.FreePort()
 }
 
 func (s *stack) start(ctx context.Context) error {
 	// Jaeger starts first, in the background: it is ready long before the
 	// kube-apiserver is.
-	_, binErr := os.Stat(filepath.Join(cluster.BinDir(), "jaeger"))
+	_, binErr := os.Stat(filepath.Join(framework.BinDir(), "jaeger"))
 	_, configErr := os.Stat(filepath.Join(s.root, "tools", "jaeger", "config.yaml"))
 	switch {
 	case s.o.noJaeger:
@@ -187,7 +187,7 @@ func (s *stack) start(ctx context.Context) error {
 	}
 
 	done := s.step("starting etcd and kube-apiserver")
-	cp, err := cluster.StartControlPlane(ctx, s.dir)
+	cp, err := framework.StartControlPlane(ctx, s.dir)
 	if err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
@@ -281,13 +281,13 @@ func (s *stack) startJaeger() error {
 	s.jaegerQuery = fmt.Sprintf("http://127.0.0.1:%d", ports["JAEGER_QUERY_HTTP_PORT"])
 	s.jaegerHealth = fmt.Sprintf("http://127.0.0.1:%d/status", ports["JAEGER_HEALTH_PORT"])
 	fmt.Fprintf(s.out, "[%5.1fs] starting Jaeger (bin/jaeger) ...\n", time.Since(s.began).Seconds())
-	s.jaeger, err = cluster.Start(s.dir, "jaeger", "jaeger", "--config", configPath)
+	s.jaeger, err = framework.Start(s.dir, "jaeger", "jaeger", "--config", configPath)
 	return err
 }
 
 // schedulerHasFlag reports whether schedscope-scheduler accepts flag.
 func schedulerHasFlag(flag string) (bool, error) {
-	bin, err := cluster.Binary("schedscope-scheduler")
+	bin, err := framework.Binary("schedscope-scheduler")
 	if err != nil {
 		return false, err
 	}
@@ -314,7 +314,7 @@ func (s *stack) startSidecar(ctx context.Context) error {
 	if s.jaegerQuery != "" {
 		args = append(args, "--jaeger-url", s.jaegerQuery)
 	}
-	s.sidecar, err = cluster.Start(s.dir, "schedscope-sidecar", "schedscope-sidecar", args...)
+	s.sidecar, err = framework.Start(s.dir, "schedscope-sidecar", "schedscope-sidecar", args...)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (s *stack) startSidecar(ctx context.Context) error {
 }
 
 // waitOK polls url until it answers 200, failing early if p exits.
-func (s *stack) waitOK(ctx context.Context, p *cluster.Process, url string, timeout time.Duration) error {
+func (s *stack) waitOK(ctx context.Context, p *framework.Process, url string, timeout time.Duration) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if p.Exited() {

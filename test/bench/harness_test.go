@@ -28,12 +28,12 @@ import (
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
-	schedmetrics "github.com/schedscope/schedscope/pkg/metrics"
-	"github.com/schedscope/schedscope/pkg/observe"
 	"github.com/schedscope/schedscope/pkg/record"
+	schedmetrics "github.com/schedscope/schedscope/pkg/scheduler/metrics"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	"github.com/schedscope/schedscope/pkg/stream"
-	"github.com/schedscope/schedscope/pkg/tracing"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 var (
@@ -113,7 +113,7 @@ type observer struct {
 	// the mode does not trace.
 	endpoint string
 	sink     *otlpSink
-	silent   *cluster.SilentCollector
+	silent   *framework.SilentCollector
 
 	mu        sync.Mutex
 	installed map[*scheduler.Scheduler]bool
@@ -145,14 +145,14 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 			o.sink = sink
 			endpoint = sink.addr
 		} else if mode == "collector-slow" {
-			silent, err := cluster.StartSilentCollector()
+			silent, err := framework.StartSilentCollector()
 			if err != nil {
 				b.Fatal(err)
 			}
 			o.silent = silent
 			endpoint = silent.Addr
 		} else {
-			port, err := cluster.FreePort()
+			port, err := framework.FreePort()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -301,7 +301,7 @@ type otlpSink struct {
 }
 
 func startOTLPSink() (*otlpSink, error) {
-	binary, err := cluster.Binary("otlpsink")
+	binary, err := framework.Binary("otlpsink")
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const (
@@ -91,7 +91,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 	// schedscope-scheduler with its sidecar, started right after it: the
 	// sidecar's first list must still find the first record in the
 	// buffer, or the records before it count as lost. Bookmarks every
-	// second let cluster.StreamHead read the stream's last sequence
+	// second let framework.StreamHead read the stream's last sequence
 	// quickly.
 	scopeRun := createPods(t, client, "schedscope", scopeProfile)
 	scopeRun.started = time.Now()
@@ -102,7 +102,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 	}
 	t.Cleanup(sc.Stop)
 	// Scheduling may have begun: the list holds its first records, if any.
-	initial, err := cluster.ListRecords(scope.StreamURL)
+	initial, err := framework.ListRecords(scope.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 		settled                bool
 		head, dropped, evicted float64
 		scopeAttempts          map[string]float64
-		st                     *cluster.SidecarStatus
+		st                     *framework.SidecarStatus
 		caughtUp               time.Time
 	)
 	if err := poll(t, 200*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
@@ -151,7 +151,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 			evicted = counter(t, families, "schedscope_record_buffer_evicted_total")
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			seq, err := cluster.StreamHead(ctx, scope.StreamURL, epoch)
+			seq, err := framework.StreamHead(ctx, scope.StreamURL, epoch)
 			if err != nil {
 				return false, err
 			}
@@ -241,7 +241,7 @@ func checkRun(t *testing.T, r *run, attempts map[string]float64) {
 
 // checkStored checks that the sidecar holds one record of each pod of r,
 // its first attempt, which bound the pod to the node it is on.
-func checkStored(t *testing.T, sc *cluster.Sidecar, r *run, epoch string) {
+func checkStored(t *testing.T, sc *framework.Sidecar, r *run, epoch string) {
 	t.Helper()
 	pods, err := sc.Pods(r.ns)
 	if err != nil {
@@ -283,7 +283,7 @@ func createPods(t *testing.T, client kubernetes.Interface, ns, profile string) *
 		g.Go(func() error {
 			pod := &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: podName(i), Namespace: ns},
-				Spec:       v1.PodSpec{SchedulerName: profile, Containers: []v1.Container{{Name: "pause", Image: cluster.PauseImage}}},
+				Spec:       v1.PodSpec{SchedulerName: profile, Containers: []v1.Container{{Name: "pause", Image: framework.PauseImage}}},
 			}
 			if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating pod %s/%s: %w", ns, pod.Name, err)
@@ -303,7 +303,7 @@ func createPods(t *testing.T, client kubernetes.Interface, ns, profile string) *
 
 // waitBound waits until the informer has seen every pod of r bound by s.
 // tick, if set, runs every second meanwhile with the number bound.
-func waitBound(t *testing.T, r *run, s *cluster.Scheduler, tick func(bound int)) {
+func waitBound(t *testing.T, r *run, s *framework.Scheduler, tick func(bound int)) {
 	t.Helper()
 	if err := poll(t, time.Second, 30*time.Minute, func(context.Context) (bool, error) {
 		if s.Exited() {
@@ -421,13 +421,13 @@ func (w *podWatch) node(pod string) string {
 
 // startControlPlane starts etcd and kube-apiserver for one test, in a
 // directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	return cluster.StartTestControlPlane(t, "schedscope-reliability-")
+func startControlPlane(t *testing.T) *framework.ControlPlane {
+	return framework.StartTestControlPlane(t, "schedscope-reliability-")
 }
 
 // fastClient returns a client whose rate limit is far above what the
 // worker pools send: cp.Client's would pace the node and pod bursts.
-func fastClient(t *testing.T, cp *cluster.ControlPlane) kubernetes.Interface {
+func fastClient(t *testing.T, cp *framework.ControlPlane) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -448,7 +448,7 @@ func createNodes(t *testing.T, client kubernetes.Interface, n int) {
 		g.Go(func() error {
 			name := fmt.Sprintf("node-%04d", i)
 			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name}}}
-			return cluster.CreateNode(ctx, client, node, capacity)
+			return framework.CreateNode(ctx, client, node, capacity)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -457,7 +457,7 @@ func createNodes(t *testing.T, client kubernetes.Interface, n int) {
 }
 
 // startScheduler starts binary with the default profile under profile.
-func startScheduler(t *testing.T, cp *cluster.ControlPlane, binary, profile string, extra ...string) *cluster.Scheduler {
+func startScheduler(t *testing.T, cp *framework.ControlPlane, binary, profile string, extra ...string) *framework.Scheduler {
 	t.Helper()
 	s, err := cp.StartScheduler(t.Context(), binary, binary, schedulerConfig(profile), extra...)
 	if err != nil {
@@ -467,7 +467,7 @@ func startScheduler(t *testing.T, cp *cluster.ControlPlane, binary, profile stri
 	return s
 }
 
-func memory(t *testing.T, p *cluster.Process) cluster.Memory {
+func memory(t *testing.T, p *framework.Process) framework.Memory {
 	t.Helper()
 	m, err := p.Memory()
 	if err != nil {
@@ -476,7 +476,7 @@ func memory(t *testing.T, p *cluster.Process) cluster.Memory {
 	return m
 }
 
-func cpuTime(t *testing.T, p *cluster.Process) time.Duration {
+func cpuTime(t *testing.T, p *framework.Process) time.Duration {
 	t.Helper()
 	d, err := p.CPUTime()
 	if err != nil {
@@ -489,7 +489,7 @@ func msPer(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64
 
 // recordSize returns the size of the JSON of record seq of the stream, as
 // a list of that record alone serves it.
-func recordSize(t *testing.T, s *cluster.Scheduler, epoch string, seq uint64) int {
+func recordSize(t *testing.T, s *framework.Scheduler, epoch string, seq uint64) int {
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("%s?%s=%d&%s=%s", s.StreamURL, stream.ParamSince, seq-1, stream.ParamEpoch, epoch))
 	if err != nil {
@@ -511,9 +511,9 @@ func recordSize(t *testing.T, s *cluster.Scheduler, epoch string, seq uint64) in
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 // scrape returns the metric families a scheduler serves now.
-func scrape(t *testing.T, s *cluster.Scheduler) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, s *framework.Scheduler) map[string]*dto.MetricFamily {
 	t.Helper()
-	_, families, err := cluster.Scrape(s.MetricsURL)
+	_, families, err := framework.Scrape(s.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,14 +526,14 @@ func scheduleAttempts(t *testing.T, families map[string]*dto.MetricFamily, profi
 	t.Helper()
 	out := map[string]float64{}
 	for _, result := range []string{"scheduled", "unschedulable", "error"} {
-		out[result] = cluster.Sum(families["scheduler_schedule_attempts_total"], map[string]string{"profile": profile, "result": result})
+		out[result] = framework.Sum(families["scheduler_schedule_attempts_total"], map[string]string{"profile": profile, "result": result})
 	}
 	return out
 }
 
 // settledAttempts returns scheduleAttempts once the scheduler has counted
 // podCount scheduled attempts: it counts each a moment after the binding.
-func settledAttempts(t *testing.T, s *cluster.Scheduler, profile string) map[string]float64 {
+func settledAttempts(t *testing.T, s *framework.Scheduler, profile string) map[string]float64 {
 	t.Helper()
 	var attempts map[string]float64
 	// On timeout the last count is returned, for checkRun to report.
@@ -560,7 +560,7 @@ func counter(t *testing.T, families map[string]*dto.MetricFamily, name string) f
 	if !ok || len(f.GetMetric()) != 1 {
 		t.Fatalf("the scheduler serves no %s", name)
 	}
-	return cluster.Sum(f, nil)
+	return framework.Sum(f, nil)
 }
 
 // poll waits with wait.PollUntilContextTimeout until cond holds.

@@ -36,10 +36,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/profile"
 
-	"github.com/schedscope/schedscope/pkg/metrics"
-	"github.com/schedscope/schedscope/pkg/observe"
+	"github.com/schedscope/schedscope/pkg/scheduler/metrics"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	"github.com/schedscope/schedscope/pkg/stream"
-	"github.com/schedscope/schedscope/pkg/tracing"
 )
 
 // NewSchedulerCommand returns the kube-scheduler command, with all its flags,

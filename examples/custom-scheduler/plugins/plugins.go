@@ -16,7 +16,7 @@ import (
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 
-	"github.com/schedscope/schedscope/pkg/observe"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe"
 )
 
 // Options register the plugins with a scheduler command, kube-scheduler's

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 )
 
 // FuzzParseParams feeds arbitrary query strings to every parameter parser:

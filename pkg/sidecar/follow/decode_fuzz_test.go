@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/stream"
 )

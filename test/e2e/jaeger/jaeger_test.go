@@ -27,9 +27,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // jaegerProcess is a Jaeger started for a test, with its endpoints.
@@ -61,7 +61,7 @@ func freePorts(t *testing.T, n int) []int {
 // loopback ports until the test ends, and waits until it is healthy.
 func startJaeger(t *testing.T) *jaegerProcess {
 	t.Helper()
-	root := cluster.RepoRoot()
+	root := framework.RepoRoot()
 	bin := os.Getenv("JAEGER_BIN")
 	if bin == "" {
 		bin = filepath.Join(root, "bin", "jaeger")

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/tracing"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestScheduledPodInJaeger runs the real chain: a pod created on a real
@@ -30,7 +30,7 @@ func TestScheduledPodInJaeger(t *testing.T) {
 	j := startJaeger(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	cp, err := cluster.StartControlPlane(ctx, dir)
+	cp, err := framework.StartControlPlane(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestScheduledPodInJaeger(t *testing.T) {
 	}{{"jaeger-node", nil}, {"jaeger-tainted", []v1.Taint{{Key: "dedicated", Value: "db", Effect: v1.TaintEffectNoSchedule}}}, {"jaeger-node-2", nil}} {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}, Spec: v1.NodeSpec{Taints: n.taints}}
 		capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
-		if err := cluster.CreateNode(ctx, cp.Client, node, capacity); err != nil {
+		if err := framework.CreateNode(ctx, cp.Client, node, capacity); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestScheduledPodInJaeger(t *testing.T) {
 
 	var rec *record.Attempt
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := cluster.ListRecords(sched.StreamURL)
+		l, err := framework.ListRecords(sched.StreamURL)
 		if err != nil {
 			return false, err
 		}

@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/pkg/kubectlplugin"
+	kubectlapp "github.com/schedscope/schedscope/cmd/kubectl-schedscope/app"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const (
@@ -90,7 +90,7 @@ const roomLabel = "example.com/room"
 func TestDecisionEquivalence(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cp, err := cluster.StartControlPlane(ctx, dir)
+	cp, err := framework.StartControlPlane(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	nodes := makeNodes(rng)
 	pods := makePods(rng)
 	for _, n := range nodes {
-		if err := cluster.CreateNode(ctx, client, n, n.Status.Capacity); err != nil {
+		if err := framework.CreateNode(ctx, client, n, n.Status.Capacity); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +117,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	// Pods are created one at a time, each once the one before is bound, so
 	// that both schedulers decide the same pods in the same order on the same
 	// cluster state, whatever the timing.
-	runWithConfig := func(t *testing.T, binary, config string) (map[string]string, *cluster.Scheduler) {
+	runWithConfig := func(t *testing.T, binary, config string) (map[string]string, *framework.Scheduler) {
 		s, err := cp.StartScheduler(ctx, binary, binary, config)
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +144,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	}
 
 	deletePods := func(t *testing.T) {
-		if err := cluster.DeletePods(ctx, client, namespace); err != nil {
+		if err := framework.DeletePods(ctx, client, namespace); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestDecisionEquivalence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runWith := func(binary string) (map[string]string, *cluster.Scheduler) {
+			runWith := func(binary string) (map[string]string, *framework.Scheduler) {
 				return runWithConfig(t, binary, tt.config)
 			}
 			plain, plainScheduler := runWith(tt.plain)
@@ -201,7 +201,7 @@ func checkOutOfTreePlugins(t *testing.T, records map[string]*record.Attempt) {
 		if !shown && len(rec.Details) > 0 {
 			// One pod as kubectl schedscope explain prints it.
 			var out strings.Builder
-			kubectlplugin.PrintExplanation(&out, explain.Explain(rec, explain.Options{Group: explain.AllGroups}))
+			kubectlapp.PrintExplanation(&out, explain.Explain(rec, explain.Options{Group: explain.AllGroups}))
 			t.Logf("pod %s, as kubectl schedscope explain prints it:\n%s", name, out.String())
 			shown = true
 		}
@@ -272,7 +272,7 @@ func scheduledRecords(t *testing.T, url string) map[string]*record.Attempt {
 	t.Helper()
 	out := map[string]*record.Attempt{}
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		l, err := cluster.ListRecords(url)
+		l, err := framework.ListRecords(url)
 		if err != nil {
 			return false, err
 		}
@@ -390,7 +390,7 @@ func distinctPreferences(rng *rand.Rand) []v1.PreferredSchedulingTerm {
 }
 
 func TestMain(m *testing.M) {
-	if _, err := cluster.Binary("kube-scheduler"); err != nil {
+	if _, err := framework.Binary("kube-scheduler"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestFeatureGatesReachPlugins starts kube-scheduler and schedscope-scheduler
@@ -24,7 +24,7 @@ import (
 // must decide as kube-scheduler's do in both cases.
 func TestFeatureGatesReachPlugins(t *testing.T) {
 	ctx := context.Background()
-	cp, err := cluster.StartControlPlane(ctx, t.TempDir())
+	cp, err := framework.StartControlPlane(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestFeatureGatesReachPlugins(t *testing.T) {
 		Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "tier", Value: "5", Effect: v1.TaintEffectNoSchedule}}},
 	}
 	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
-	if err := cluster.CreateNode(ctx, client, node, capacity); err != nil {
+	if err := framework.CreateNode(ctx, client, node, capacity); err != nil {
 		t.Fatal(err)
 	}
 	const ns = "gates"
@@ -89,7 +89,7 @@ func TestFeatureGatesReachPlugins(t *testing.T) {
 
 // waitForDecision waits until pod is bound or marked unschedulable, and
 // says which.
-func waitForDecision(ctx context.Context, cp *cluster.ControlPlane, pod *v1.Pod) (string, error) {
+func waitForDecision(ctx context.Context, cp *framework.ControlPlane, pod *v1.Pod) (string, error) {
 	var outcome string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		got, err := cp.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestControlPlaneOutage takes the control plane away while the scheduler
@@ -30,12 +30,12 @@ func TestControlPlaneOutage(t *testing.T) {
 		name string
 		// fault takes the control plane away and returns once the
 		// kube-apiserver is ready again.
-		fault func(ctx context.Context, cp *cluster.ControlPlane) error
+		fault func(ctx context.Context, cp *framework.ControlPlane) error
 	}{
-		{"kube-apiserver restarted", func(ctx context.Context, cp *cluster.ControlPlane) error {
+		{"kube-apiserver restarted", func(ctx context.Context, cp *framework.ControlPlane) error {
 			return cp.RestartAPIServer(ctx)
 		}},
-		{"etcd unavailable", func(ctx context.Context, cp *cluster.ControlPlane) error {
+		{"etcd unavailable", func(ctx context.Context, cp *framework.ControlPlane) error {
 			cp.StopEtcd()
 			// The fault is the time etcd is away: nothing to wait for.
 			time.Sleep(5 * time.Second)
@@ -53,7 +53,7 @@ func TestControlPlaneOutage(t *testing.T) {
 			createNamespace(t, cp, ns)
 			schedPid, sidecarPid := sched.Pid(), sc.Pid()
 
-			if err := cluster.CreatePods(t.Context(), cp.Client, ns, profile, podsBefore, podName("before")); err != nil {
+			if err := framework.CreatePods(t.Context(), cp.Client, ns, profile, podsBefore, podName("before")); err != nil {
 				t.Fatal(err)
 			}
 			// Mid-workload: the fault strikes once scheduling has begun.
@@ -61,7 +61,7 @@ func TestControlPlaneOutage(t *testing.T) {
 				_, seq := lastSeq(t, sched)
 				return seq >= 20, nil
 			})
-			boundBefore, _, err := cluster.CountBound(t.Context(), cp.Client, ns)
+			boundBefore, _, err := framework.CountBound(t.Context(), cp.Client, ns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,14 +72,14 @@ func TestControlPlaneOutage(t *testing.T) {
 			recovered := time.Now()
 			t.Logf("%s with %d of %d pods bound; the kube-apiserver was ready again after %v", tt.name, boundBefore, podsBefore, recovered.Sub(faultAt).Round(time.Millisecond))
 
-			if err := cluster.CreatePods(t.Context(), cp.Client, ns, profile, podsAfter, podName("after")); err != nil {
+			if err := framework.CreatePods(t.Context(), cp.Client, ns, profile, podsAfter, podName("after")); err != nil {
 				t.Fatal(err)
 			}
-			if err := cluster.WaitForBound(t.Context(), cp.Client, ns, podsBefore+podsAfter, 3*time.Minute); err != nil {
+			if err := framework.WaitForBound(t.Context(), cp.Client, ns, podsBefore+podsAfter, 3*time.Minute); err != nil {
 				t.Fatalf("after the outage: %v", err)
 			}
 			allBound := time.Now()
-			for _, p := range []*cluster.Process{sched.Process, sc.Process} {
+			for _, p := range []*framework.Process{sched.Process, sc.Process} {
 				if p.Exited() {
 					t.Fatalf("%s exited:\n%s", p.Name, p.Tail())
 				}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const (
@@ -32,11 +32,11 @@ const (
 
 // startControlPlane starts etcd and kube-apiserver for one test, in a
 // directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	return cluster.StartTestControlPlane(t, "schedscope-faults-")
+func startControlPlane(t *testing.T) *framework.ControlPlane {
+	return framework.StartTestControlPlane(t, "schedscope-faults-")
 }
 
-func startScheduler(t *testing.T, cp *cluster.ControlPlane, name string, extra ...string) *cluster.Scheduler {
+func startScheduler(t *testing.T, cp *framework.ControlPlane, name string, extra ...string) *framework.Scheduler {
 	t.Helper()
 	s, err := cp.StartScheduler(context.Background(), name, "schedscope-scheduler", schedulerConfig, extra...)
 	if err != nil {
@@ -46,7 +46,7 @@ func startScheduler(t *testing.T, cp *cluster.ControlPlane, name string, extra .
 	return s
 }
 
-func startSidecar(t *testing.T, cp *cluster.ControlPlane, name string, s *cluster.Scheduler) *cluster.Sidecar {
+func startSidecar(t *testing.T, cp *framework.ControlPlane, name string, s *framework.Scheduler) *framework.Sidecar {
 	t.Helper()
 	sc, err := cp.StartSidecar(context.Background(), name, s)
 	if err != nil {
@@ -57,11 +57,11 @@ func startSidecar(t *testing.T, cp *cluster.ControlPlane, name string, s *cluste
 }
 
 // createNodes creates n Ready nodes of 110 pods each.
-func createNodes(t *testing.T, cp *cluster.ControlPlane, n int) {
+func createNodes(t *testing.T, cp *framework.ControlPlane, n int) {
 	t.Helper()
 	for i := range n {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i)}}
-		if err := cluster.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
+		if err := framework.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
 			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("256Gi"),
 		}); err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func createNodes(t *testing.T, cp *cluster.ControlPlane, n int) {
 	}
 }
 
-func createNamespace(t *testing.T, cp *cluster.ControlPlane, name string) {
+func createNamespace(t *testing.T, cp *framework.ControlPlane, name string) {
 	t.Helper()
 	if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -83,16 +83,16 @@ func podName(phase string) func(int) string {
 
 // createPodsAsync creates n pods in the background; the returned channel
 // yields the result.
-func createPodsAsync(cp *cluster.ControlPlane, ns string, n int, name func(int) string) <-chan error {
+func createPodsAsync(cp *framework.ControlPlane, ns string, n int, name func(int) string) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- cluster.CreatePods(context.Background(), cp.Client, ns, profile, n, name) }()
+	go func() { done <- framework.CreatePods(context.Background(), cp.Client, ns, profile, n, name) }()
 	return done
 }
 
 // lastSeq returns the epoch and newest sequence of a scheduler's stream.
-func lastSeq(t *testing.T, s *cluster.Scheduler) (string, uint64) {
+func lastSeq(t *testing.T, s *framework.Scheduler) (string, uint64) {
 	t.Helper()
-	l, err := cluster.ListRecords(s.StreamURL)
+	l, err := framework.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +112,9 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() (bool, e
 // waitCaughtUp waits until the sidecar has stored, or counted as lost,
 // every record of its scheduler's stream up to seq of epoch, and returns
 // its status.
-func waitCaughtUp(t *testing.T, sc *cluster.Sidecar, epoch string, seq uint64) *cluster.SidecarStatus {
+func waitCaughtUp(t *testing.T, sc *framework.Sidecar, epoch string, seq uint64) *framework.SidecarStatus {
 	t.Helper()
-	var st *cluster.SidecarStatus
+	var st *framework.SidecarStatus
 	poll(t, 2*time.Minute, fmt.Sprintf("%s to reach sequence %d of epoch %s", sc.Name, seq, epoch), func() (bool, error) {
 		var err error
 		if st, err = sc.Status(); err != nil {
@@ -128,7 +128,7 @@ func waitCaughtUp(t *testing.T, sc *cluster.Sidecar, epoch string, seq uint64) *
 // storedPods returns the pods of namespace ns the sidecar holds records
 // of, by name, checking that each has exactly one record: a first
 // attempt that scheduled it.
-func storedPods(t *testing.T, sc *cluster.Sidecar, ns string) map[string]store.PodStatus {
+func storedPods(t *testing.T, sc *framework.Sidecar, ns string) map[string]store.PodStatus {
 	t.Helper()
 	pods, err := sc.Pods(ns)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // leaseName is the lease the replicas compete for, in kube-system.
@@ -90,7 +90,7 @@ func TestLeaderKilled(t *testing.T) {
 		}
 		return !leaseMoved.IsZero() && !firstRecord.IsZero(), nil
 	})
-	bound, _, err := cluster.CountBound(t.Context(), cp.Client, ns)
+	bound, _, err := framework.CountBound(t.Context(), cp.Client, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestLeaderKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := cluster.WaitForBound(t.Context(), cp.Client, ns, pods, 3*time.Minute); err != nil {
+	if err := framework.WaitForBound(t.Context(), cp.Client, ns, pods, 3*time.Minute); err != nil {
 		t.Fatalf("after the takeover: %v", err)
 	}
 	allBound := time.Now()
@@ -166,7 +166,7 @@ func TestLeaderKilled(t *testing.T) {
 	}
 }
 
-func leaseHolder(t *testing.T, cp *cluster.ControlPlane) string {
+func leaseHolder(t *testing.T, cp *framework.ControlPlane) string {
 	t.Helper()
 	l, err := cp.Client.CoordinationV1().Leases("kube-system").Get(t.Context(), leaseName, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestSidecarKilledDuringBurst kills the sidecar (SIGKILL) while the
@@ -49,7 +49,7 @@ func TestSidecarKilledDuringBurst(t *testing.T) {
 	if err := <-created; err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.WaitForBound(t.Context(), cp.Client, ns, pods, 3*time.Minute); err != nil {
+	if err := framework.WaitForBound(t.Context(), cp.Client, ns, pods, 3*time.Minute); err != nil {
 		t.Fatalf("with the sidecar down: %v", err)
 	}
 	bound := time.Now()
@@ -57,7 +57,7 @@ func TestSidecarKilledDuringBurst(t *testing.T) {
 		t.Fatalf("the scheduler did not survive the sidecar's death:\n%s", sched.Tail())
 	}
 	epoch, emitted := lastSeq(t, sched)
-	buffered, err := cluster.ListRecords(sched.StreamURL)
+	buffered, err := framework.ListRecords(sched.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}

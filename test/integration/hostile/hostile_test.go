@@ -28,8 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/tracing"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const profile = "hostile"
@@ -157,7 +157,7 @@ func TestHostilePods(t *testing.T) {
 	// Pods are created one at a time, each once the one before is bound or
 	// has its PodScheduled=False condition, so that both schedulers decide
 	// the same pods in the same order on the same cluster state.
-	runWith := func(binary string, extra ...string) (map[string]outcome, *cluster.Scheduler) {
+	runWith := func(binary string, extra ...string) (map[string]outcome, *framework.Scheduler) {
 		s, err := cp.StartScheduler(ctx, binary, binary, config, extra...)
 		if err != nil {
 			t.Fatal(err)
@@ -189,11 +189,11 @@ func TestHostilePods(t *testing.T) {
 			t.Errorf("kube-scheduler: pod %s: got %+v, the test expects node %q or reason %q", short(p.pod.Name), abbreviate(o), short(p.node), p.reason)
 		}
 	}
-	if err := cluster.DeletePods(ctx, client, namespace); err != nil {
+	if err := framework.DeletePods(ctx, client, namespace); err != nil {
 		t.Fatal(err)
 	}
 
-	receiver, err := cluster.StartOTLPReceiver()
+	receiver, err := framework.StartOTLPReceiver()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +234,14 @@ func TestHostilePods(t *testing.T) {
 
 // startControlPlane starts etcd and kube-apiserver for the test, in a
 // directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *cluster.ControlPlane {
-	return cluster.StartTestControlPlane(t, "schedscope-hostile-")
+func startControlPlane(t *testing.T) *framework.ControlPlane {
+	return framework.StartTestControlPlane(t, "schedscope-hostile-")
 }
 
 // createNodes creates four nodes of differing sizes: two with 63-byte
 // names, one with a 253-byte name, one tainted with a key and value at
 // their length limits; each has its own value of longKey.
-func createNodes(t *testing.T, cp *cluster.ControlPlane) {
+func createNodes(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	nodes := []struct {
 		name        string
@@ -258,7 +258,7 @@ func createNodes(t *testing.T, cp *cluster.ControlPlane) {
 			ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{longKey: valueOf[n.name]}},
 			Spec:       v1.NodeSpec{Taints: n.taints},
 		}
-		if err := cluster.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
+		if err := framework.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
 			v1.ResourceCPU: resource.MustParse(n.cpu), v1.ResourceMemory: resource.MustParse(n.memory),
 		}); err != nil {
 			t.Fatal(err)
@@ -284,7 +284,7 @@ func newPod(name string) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: podLabels()},
 		Spec: v1.PodSpec{
 			SchedulerName: profile,
-			Containers: []v1.Container{{Name: pad("main-", 63), Image: cluster.PauseImage, Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+			Containers: []v1.Container{{Name: pad("main-", 63), Image: framework.PauseImage, Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 				v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi"),
 			}}}},
 		},
@@ -298,7 +298,7 @@ func containers(n int, cpu, memory string) []v1.Container {
 	for i := range out {
 		out[i] = v1.Container{
 			Name:  pad(fmt.Sprintf("c%04d-%s-", i, containerMarker), 63),
-			Image: cluster.PauseImage,
+			Image: framework.PauseImage,
 			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
 				v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(memory),
 			}},
@@ -428,7 +428,7 @@ func hostilePods() []hostilePod {
 // unicode label value, a unicode value in a required node affinity term,
 // a 64-byte container name, annotations over 256 KiB. Keeping such data
 // away from schedulers is the API's job; the test relies on it.
-func expectRejectedByAPI(t *testing.T, cp *cluster.ControlPlane) {
+func expectRejectedByAPI(t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	cases := map[string]func(*v1.Pod){
 		"unicode label value": func(p *v1.Pod) { p.Labels["hostile"] = "wert-ü" },
@@ -452,7 +452,7 @@ func expectRejectedByAPI(t *testing.T, cp *cluster.ControlPlane) {
 
 // waitForOutcome waits until pod name is bound or has a PodScheduled=False
 // condition, and returns what became of it.
-func waitForOutcome(ctx context.Context, cp *cluster.ControlPlane, name string) (outcome, error) {
+func waitForOutcome(ctx context.Context, cp *framework.ControlPlane, name string) (outcome, error) {
 	var o outcome
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cp.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -512,7 +512,7 @@ func listRawRecords(url string) ([]streamRecord, error) {
 // waitForRecords waits until every pod has a record of its outcome:
 // scheduled on the node it is bound to, or unschedulable, and returns
 // every record of the test's pods.
-func waitForRecords(t *testing.T, s *cluster.Scheduler, pods []hostilePod, observed map[string]outcome) []streamRecord {
+func waitForRecords(t *testing.T, s *framework.Scheduler, pods []hostilePod, observed map[string]outcome) []streamRecord {
 	t.Helper()
 	var records []streamRecord
 	var missing []string
@@ -572,14 +572,14 @@ func checkRecords(t *testing.T, records []streamRecord) {
 // checkTraceparents checks that the malformed traceparents were counted,
 // each pod once, and that the valid one became the parent of its pod's
 // attempt.
-func checkTraceparents(t *testing.T, records []streamRecord, malformed int, s *cluster.Scheduler) {
+func checkTraceparents(t *testing.T, records []streamRecord, malformed int, s *framework.Scheduler) {
 	t.Helper()
 	for _, r := range records {
 		if r.Pod.Name == "traceparent-valid" && r.TraceID != validTraceID {
 			t.Errorf("attempt of the pod with a valid traceparent has trace %q, want %s", r.TraceID, validTraceID)
 		}
 	}
-	_, families, err := cluster.Scrape(s.MetricsURL)
+	_, families, err := framework.Scrape(s.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func checkTraceparents(t *testing.T, records []streamRecord, malformed int, s *c
 	if !ok {
 		t.Fatalf("no %s on %s", name, s.MetricsURL)
 	}
-	if got := cluster.Sum(f, nil); got != float64(malformed) {
+	if got := framework.Sum(f, nil); got != float64(malformed) {
 		t.Errorf("%s = %v, want %d (the pods with a malformed traceparent)", name, got, malformed)
 	} else {
 		t.Logf("%s = %v for %d pods with a malformed traceparent", name, got, malformed)
@@ -596,7 +596,7 @@ func checkTraceparents(t *testing.T, records []streamRecord, malformed int, s *c
 	for _, lost := range []string{"schedscope_trace_spans_dropped_total", "schedscope_trace_spans_export_failed_total", "schedscope_record_dropped_total"} {
 		if f, ok := families[lost]; !ok {
 			t.Errorf("no %s on %s", lost, s.MetricsURL)
-		} else if got := cluster.Sum(f, nil); got != 0 {
+		} else if got := framework.Sum(f, nil); got != 0 {
 			t.Errorf("%s = %v, want 0", lost, got)
 		}
 	}
@@ -605,7 +605,7 @@ func checkTraceparents(t *testing.T, records []streamRecord, malformed int, s *c
 // checkSpans checks the spans of every record's trace: each string
 // attribute within tracing.MaxAttributeLength bytes, each span within
 // maxSpanBytes, and no pod data beyond its names.
-func checkSpans(t *testing.T, receiver *cluster.OTLPReceiver, records []streamRecord) {
+func checkSpans(t *testing.T, receiver *framework.OTLPReceiver, records []streamRecord) {
 	t.Helper()
 	traces := map[string]bool{}
 	for _, r := range records {
@@ -702,7 +702,7 @@ func spanStrings(s *tracepb.Span) []spanString {
 }
 
 // expectNoPanic fails the test if the log of p mentions a panic.
-func expectNoPanic(t *testing.T, p *cluster.Process) {
+func expectNoPanic(t *testing.T, p *framework.Process) {
 	t.Helper()
 	log, err := os.ReadFile(p.Log)
 	if err != nil {

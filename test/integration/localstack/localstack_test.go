@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 func TestSmoke(t *testing.T) {
-	root := cluster.RepoRoot()
+	root := framework.RepoRoot()
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "localstack")
 	build := exec.Command("go", "build", "-o", bin, "./hack/localstack")

@@ -37,15 +37,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulerapp "github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
+	sidecarapp "github.com/schedscope/schedscope/cmd/schedscope-sidecar/app"
 	"github.com/schedscope/schedscope/manifests"
-	sidecarapp "github.com/schedscope/schedscope/pkg/sidecar/app"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const fieldManager = "schedscope-manifests-test"
 
 var (
-	controlPlane *cluster.ControlPlane
+	controlPlane *framework.ControlPlane
 	dyn          dynamic.Interface
 	mapper       *restmapper.DeferredDiscoveryRESTMapper
 )
@@ -60,7 +60,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	controlPlane, err = cluster.StartControlPlane(context.Background(), dir)
+	controlPlane, err = framework.StartControlPlane(context.Background(), dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

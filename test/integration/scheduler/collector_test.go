@@ -14,7 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestCollectorDown traces every attempt to a collector that is not there:
@@ -25,7 +25,7 @@ func TestCollectorDown(t *testing.T) {
 		profile = "collector-down"
 		pods    = 1000
 	)
-	closed, err := cluster.FreePort()
+	closed, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestCollectorDown(t *testing.T) {
 	for i := range pods {
 		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("p-%04d", i)).SchedulerName(profile).Obj())
 	}
-	if err := cluster.WaitForBound(context.Background(), client, ns, pods, 5*time.Minute); err != nil {
+	if err := framework.WaitForBound(context.Background(), client, ns, pods, 5*time.Minute); err != nil {
 		t.Fatalf("not every pod was bound with the collector down: %v", err)
 	}
 	t.Logf("collector down: %d pods bound in %s", pods, time.Since(start).Round(time.Millisecond))
@@ -90,7 +90,7 @@ func TestCollectorSlow(t *testing.T) {
 	for i := range pods {
 		createPod(t, st.MakePod().Namespace(ns).Name(fmt.Sprintf("p-%04d", i)).SchedulerName(profile).Obj())
 	}
-	if err := cluster.WaitForBound(t.Context(), client, ns, pods, 5*time.Minute); err != nil {
+	if err := framework.WaitForBound(t.Context(), client, ns, pods, 5*time.Minute); err != nil {
 		t.Fatalf("not every pod was bound with the collector hanging: %v", err)
 	}
 	bound := time.Since(start)
@@ -143,12 +143,12 @@ func TestCollectorRestart(t *testing.T) {
 		profile = "collector-restart"
 		batch   = 200
 	)
-	port, err := cluster.FreePort()
+	port, err := framework.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	first, err := cluster.StartOTLPReceiverAt(addr)
+	first, err := framework.StartOTLPReceiverAt(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,10 +163,10 @@ func TestCollectorRestart(t *testing.T) {
 	createBatch := func(prefix string, n, boundBefore int) time.Duration {
 		t.Helper()
 		start := time.Now()
-		if err := cluster.CreatePods(t.Context(), client, ns, profile, n, func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }); err != nil {
+		if err := framework.CreatePods(t.Context(), client, ns, profile, n, func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }); err != nil {
 			t.Fatal(err)
 		}
-		if err := cluster.WaitForBound(t.Context(), client, ns, boundBefore+n, 2*time.Minute); err != nil {
+		if err := framework.WaitForBound(t.Context(), client, ns, boundBefore+n, 2*time.Minute); err != nil {
 			t.Fatalf("batch %s: %v", prefix, err)
 		}
 		return time.Since(start)
@@ -197,7 +197,7 @@ func TestCollectorRestart(t *testing.T) {
 
 	// 3. The collector is back on the same address. Pods arrive one every
 	// 100ms until a span does, then a burst whose traces must all arrive.
-	second, err := cluster.StartOTLPReceiverAt(addr)
+	second, err := framework.StartOTLPReceiverAt(addr)
 	if err != nil {
 		t.Fatalf("starting the collector again on %s: %v", addr, err)
 	}
@@ -236,9 +236,9 @@ func TestCollectorRestart(t *testing.T) {
 	expectAlive(t, s)
 }
 
-func startSilentCollector(t *testing.T) *cluster.SilentCollector {
+func startSilentCollector(t *testing.T) *framework.SilentCollector {
 	t.Helper()
-	c, err := cluster.StartSilentCollector()
+	c, err := framework.StartSilentCollector()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,24 +259,24 @@ func writeTracingConfig(t *testing.T, endpoint string) string {
 
 // lostSpans returns schedscope_trace_spans_dropped_total and
 // schedscope_trace_spans_export_failed_total from s's /metrics.
-func lostSpans(t *testing.T, s *cluster.Scheduler) (dropped, failed float64) {
+func lostSpans(t *testing.T, s *framework.Scheduler) (dropped, failed float64) {
 	t.Helper()
-	_, families, err := cluster.Scrape(s.MetricsURL)
+	_, families, err := framework.Scrape(s.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cluster.Sum(families["schedscope_trace_spans_dropped_total"], nil), cluster.Sum(families["schedscope_trace_spans_export_failed_total"], nil)
+	return framework.Sum(families["schedscope_trace_spans_dropped_total"], nil), framework.Sum(families["schedscope_trace_spans_export_failed_total"], nil)
 }
 
 // skippedTraces returns schedscope_trace_attempts_skipped_total from s's
 // /metrics.
-func skippedTraces(t *testing.T, s *cluster.Scheduler) float64 {
+func skippedTraces(t *testing.T, s *framework.Scheduler) float64 {
 	t.Helper()
-	_, families, err := cluster.Scrape(s.MetricsURL)
+	_, families, err := framework.Scrape(s.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cluster.Sum(families["schedscope_trace_attempts_skipped_total"], nil)
+	return framework.Sum(families["schedscope_trace_attempts_skipped_total"], nil)
 }
 
 // tracedSpans is the number of spans the tracer makes of rec, as the span
@@ -299,9 +299,9 @@ func tracedSpans(rec *record.Attempt) int {
 
 // tracedSpansOf returns the records of s, every one it made, and the spans
 // traced for them.
-func tracedSpansOf(t *testing.T, s *cluster.Scheduler) ([]*record.Attempt, int) {
+func tracedSpansOf(t *testing.T, s *framework.Scheduler) ([]*record.Attempt, int) {
 	t.Helper()
-	l, err := cluster.ListRecords(s.StreamURL)
+	l, err := framework.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +318,11 @@ func tracedSpansOf(t *testing.T, s *cluster.Scheduler) ([]*record.Attempt, int) 
 // waitForScheduledRecords waits until s has a scheduled record for n pods
 // of namespace ns whose name starts with prefix, and returns them by pod
 // name.
-func waitForScheduledRecords(t *testing.T, s *cluster.Scheduler, ns, prefix string, n int) map[string]*record.Attempt {
+func waitForScheduledRecords(t *testing.T, s *framework.Scheduler, ns, prefix string, n int) map[string]*record.Attempt {
 	t.Helper()
 	recs := map[string]*record.Attempt{}
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		l, err := cluster.ListRecords(s.StreamURL)
+		l, err := framework.ListRecords(s.StreamURL)
 		if err != nil {
 			return false, err
 		}
@@ -342,7 +342,7 @@ func waitForScheduledRecords(t *testing.T, s *cluster.Scheduler, ns, prefix stri
 
 // expectReceived waits until r has received every span of the traces of
 // recs, each of which must have been traced.
-func expectReceived(t *testing.T, r *cluster.OTLPReceiver, recs map[string]*record.Attempt) {
+func expectReceived(t *testing.T, r *framework.OTLPReceiver, recs map[string]*record.Attempt) {
 	t.Helper()
 	var incomplete []string
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -366,12 +366,12 @@ func expectReceived(t *testing.T, r *cluster.OTLPReceiver, recs map[string]*reco
 }
 
 // expectAlive checks that s still runs and answers /healthz.
-func expectAlive(t *testing.T, s *cluster.Scheduler) {
+func expectAlive(t *testing.T, s *framework.Scheduler) {
 	t.Helper()
 	if s.Exited() {
 		t.Fatalf("the scheduler exited: %v\n%s", s.Wait(0), s.Tail())
 	}
-	if _, err := cluster.GetWithToken(s.HealthURL); err != nil {
+	if _, err := framework.GetWithToken(s.HealthURL); err != nil {
 		t.Errorf("the scheduler is not healthy: %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 
 	"github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestDropInParity checks that schedscope-scheduler can replace
@@ -119,7 +119,7 @@ func schedscopeVersion(t *testing.T) string {
 // failing the test unless it exits with 0.
 func output(t *testing.T, binary string, args ...string) string {
 	t.Helper()
-	path, err := cluster.Binary(binary)
+	path, err := framework.Binary(binary)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +156,15 @@ func testRunningParity(t *testing.T) {
 	var missing []string
 	pods := 0
 	for round := 1; round <= parityMaxRounds; round++ {
-		for _, s := range []*cluster.Scheduler{upstream, ours} {
-			if err := cluster.CreatePods(t.Context(), client, ns, s.Name, parityPodsPerRound, func(i int) string {
+		for _, s := range []*framework.Scheduler{upstream, ours} {
+			if err := framework.CreatePods(t.Context(), client, ns, s.Name, parityPodsPerRound, func(i int) string {
 				return fmt.Sprintf("%s-%d-%d", s.Name, round, i)
 			}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		pods += parityPodsPerRound
-		if err := cluster.WaitForBound(t.Context(), client, ns, 2*pods, 60*time.Second); err != nil {
+		if err := framework.WaitForBound(t.Context(), client, ns, 2*pods, 60*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		upstreamFamilies, ourFamilies = families(t, upstream), families(t, ours)
@@ -184,7 +184,7 @@ func testRunningParity(t *testing.T) {
 
 // startParityScheduler starts binary with one profile named after it,
 // stopped with the test.
-func startParityScheduler(t *testing.T, binary string, flags ...string) *cluster.Scheduler {
+func startParityScheduler(t *testing.T, binary string, flags ...string) *framework.Scheduler {
 	t.Helper()
 	name := "dropin-" + binary
 	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + name + "\n"
@@ -197,9 +197,9 @@ func startParityScheduler(t *testing.T, binary string, flags ...string) *cluster
 }
 
 // families scrapes s's /metrics.
-func families(t *testing.T, s *cluster.Scheduler) map[string]*dto.MetricFamily {
+func families(t *testing.T, s *framework.Scheduler) map[string]*dto.MetricFamily {
 	t.Helper()
-	_, fams, err := cluster.Scrape(s.MetricsURL)
+	_, fams, err := framework.Scrape(s.MetricsURL)
 	if err != nil {
 		t.Fatalf("scraping %s: %v", s.Name, err)
 	}
@@ -303,7 +303,7 @@ func seriesWithoutProfile(f *dto.MetricFamily) []string {
 }
 
 // expectJSONLog checks that every line s has logged is a JSON log entry.
-func expectJSONLog(t *testing.T, s *cluster.Scheduler) {
+func expectJSONLog(t *testing.T, s *framework.Scheduler) {
 	t.Helper()
 	f, err := os.Open(s.Log)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // Profiles of the scheduler under test.
@@ -54,11 +54,11 @@ profiles:
 `
 
 var (
-	controlPlane *cluster.ControlPlane
+	controlPlane *framework.ControlPlane
 	client       kubernetes.Interface
-	sched        *cluster.Scheduler
+	sched        *framework.Scheduler
 	// receiver gets the scheduler's traces, sampled at 100%.
-	receiver *cluster.OTLPReceiver
+	receiver *framework.OTLPReceiver
 )
 
 func TestMain(m *testing.M) {
@@ -72,14 +72,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctx := context.Background()
-	controlPlane, err = cluster.StartControlPlane(ctx, dir)
+	controlPlane, err = framework.StartControlPlane(ctx, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer controlPlane.Stop()
 	client = controlPlane.Client
-	receiver, err = cluster.StartOTLPReceiver()
+	receiver, err = framework.StartOTLPReceiver()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -113,12 +113,12 @@ func waitForRecord(t *testing.T, uid types.UID, result record.Result) (*record.A
 }
 
 // waitForRecordOf is waitForRecord on the stream of scheduler s.
-func waitForRecordOf(t *testing.T, s *cluster.Scheduler, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
+func waitForRecordOf(t *testing.T, s *framework.Scheduler, uid types.UID, result record.Result) (*record.Attempt, []*record.Attempt) {
 	t.Helper()
 	var found *record.Attempt
 	var all []*record.Attempt
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		l, err := cluster.ListRecords(s.StreamURL)
+		l, err := framework.ListRecords(s.StreamURL)
 		if err != nil {
 			return false, err
 		}
@@ -161,7 +161,7 @@ func createNodes(t *testing.T, specs ...nodeSpec) {
 			n.Labels[k] = v
 		}
 		n.Status.Images = s.images
-		if err := cluster.CreateNode(ctx, client, n, v1.ResourceList{
+		if err := framework.CreateNode(ctx, client, n, v1.ResourceList{
 			v1.ResourceCPU:    resource.MustParse(s.cpu),
 			v1.ResourceMemory: resource.MustParse(s.memory),
 		}); err != nil {

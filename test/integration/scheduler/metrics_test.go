@@ -11,7 +11,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestMetrics schedules two pods and leaves one unschedulable on a
@@ -56,11 +56,11 @@ schedscope_filter_verdicts_total{code="UnschedulableAndUnresolvable",plugin="Tai
 		t.Error(err)
 	}
 
-	promtool, err := cluster.Binary("promtool")
+	promtool, err := framework.Binary("promtool")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := cluster.GetWithToken(s.MetricsURL)
+	body, err := framework.GetWithToken(s.MetricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // expectRejected fails unless node was rejected by plugin with a reason containing reason.
@@ -102,7 +102,7 @@ func TestNodeName(t *testing.T) {
 	named := createPod(t, st.MakePod().Namespace(ns).Name("named").SchedulerName(profileDefault).Node("nn-2").Obj())
 	// A pod scheduled after it proves the scheduler had the chance to record it.
 	_, _ = scheduled(t, st.MakePod().Namespace(ns).Name("after").SchedulerName(profileDefault).Obj())
-	l, err := cluster.ListRecords(sched.StreamURL)
+	l, err := framework.ListRecords(sched.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func TestMultipleProfiles(t *testing.T) {
 	other := createPod(t, st.MakePod().Namespace(ns).Name("not-ours").SchedulerName(v1.DefaultSchedulerName).Obj())
 	// Sync point: a later pod of ours has its record, so not-ours had its chance.
 	_, _ = scheduled(t, st.MakePod().Namespace(ns).Name("sync").SchedulerName(profileDefault).Obj())
-	l, err := cluster.ListRecords(sched.StreamURL)
+	l, err := framework.ListRecords(sched.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}

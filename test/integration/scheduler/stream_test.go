@@ -14,12 +14,12 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/stream"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // startDedicatedScheduler starts a schedscope-scheduler with one profile,
 // profile, so that its records and metrics are the test's alone.
-func startDedicatedScheduler(t *testing.T, profile string, flags ...string) *cluster.Scheduler {
+func startDedicatedScheduler(t *testing.T, profile string, flags ...string) *framework.Scheduler {
 	t.Helper()
 	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
 	s, err := controlPlane.StartScheduler(context.Background(), profile, "schedscope-scheduler", config, flags...)
@@ -33,7 +33,7 @@ func startDedicatedScheduler(t *testing.T, profile string, flags ...string) *clu
 // scrape returns a gatherer over what url serves now.
 func scrape(t *testing.T, url string) prometheus.Gatherer {
 	t.Helper()
-	g, _, err := cluster.Scrape(url)
+	g, _, err := framework.Scrape(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestRecordStream(t *testing.T) {
 	ns := createNamespace(t)
 	createNodes(t, nodeSpec{name: "stream-node", cpu: "100", memory: "100Gi"})
 
-	initial, err := cluster.ListRecords(s.StreamURL)
+	initial, err := framework.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestRecordStream(t *testing.T) {
 		t.Errorf("watched %v, want %v in order", watched, names)
 	}
 
-	l, err := cluster.ListRecords(s.StreamURL)
+	l, err := framework.ListRecords(s.StreamURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestAggregatedAPI registers the sidecar as the APIService
@@ -47,7 +47,7 @@ func TestAggregatedAPI(t *testing.T) {
 	waitForExplanation(t, "agg-a", "too-big", "unschedulable")
 
 	viewer := filepath.Join(dir, "viewer.kubeconfig")
-	if err := cluster.WriteKubeconfig(viewer, cp.Config.Host, cluster.ViewerToken); err != nil {
+	if err := framework.WriteKubeconfig(viewer, cp.Config.Host, framework.ViewerToken); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -84,7 +84,7 @@ func TestAggregatedAPI(t *testing.T) {
 	if err := cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "agg-viewer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, body, err := cluster.GetAs(cp.Config.Host+api.Prefix+"namespaces/agg-a/pods/mine/explain", cluster.ViewerToken)
+	code, body, err := framework.GetAs(cp.Config.Host+api.Prefix+"namespaces/agg-a/pods/mine/explain", framework.ViewerToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ const explainReader = "schedscope:explain-reader"
 func grantAPIGroup(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "manifests", "base", "rbac.yaml"))
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "manifests", "base", "rbac.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/metrics/testutil"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // healthNode is a node of TestClusterHealthMetrics.
@@ -68,7 +68,7 @@ func container(name, cpu, memory string) v1.Container {
 func TestClusterHealthMetrics(t *testing.T) {
 	ctx := context.Background()
 	hdir := t.TempDir()
-	hcp, err := cluster.StartControlPlane(ctx, hdir)
+	hcp, err := framework.StartControlPlane(ctx, hdir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestClusterHealthMetrics(t *testing.T) {
 	for _, n := range healthNodes {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{v1.LabelHostname: n.name}},
 			Spec: v1.NodeSpec{Unschedulable: n.cordoned, Taints: n.taints}}
-		if err := cluster.CreateNode(ctx, client, node, v1.ResourceList{v1.ResourceCPU: resource.MustParse(n.cpu), v1.ResourceMemory: resource.MustParse(n.memory)}); err != nil {
+		if err := framework.CreateNode(ctx, client, node, v1.ResourceList{v1.ResourceCPU: resource.MustParse(n.cpu), v1.ResourceMemory: resource.MustParse(n.memory)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -245,7 +245,7 @@ schedscope_cluster_pending_pods{age="5m-30m",profile="schedscope"} 0
 	var sum float64
 	var failedScheduling float64
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		g, families, err := cluster.Scrape(metricsURL)
+		g, families, err := framework.Scrape(metricsURL)
 		if err != nil {
 			lastErr = err
 			return false, nil
@@ -264,7 +264,7 @@ schedscope_cluster_pending_pods{age="5m-30m",profile="schedscope"} 0
 			count += m.GetHistogram().GetSampleCount()
 			sum += m.GetHistogram().GetSampleSum()
 		}
-		failedScheduling = cluster.Sum(families["schedscope_cluster_scheduling_events_total"], map[string]string{"reason": "FailedScheduling"})
+		failedScheduling = framework.Sum(families["schedscope_cluster_scheduling_events_total"], map[string]string{"reason": "FailedScheduling"})
 		if count != uint64(len(scheduled)) {
 			lastErr = fmt.Errorf("schedscope_pod_scheduling_duration_seconds count %d, want %d", count, len(scheduled))
 			return false, nil

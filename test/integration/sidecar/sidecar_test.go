@@ -20,15 +20,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 const profile = "schedscope"
 
 var (
-	cp      *cluster.ControlPlane
-	sched   *cluster.Scheduler
-	sidecar *cluster.Sidecar
+	cp      *framework.ControlPlane
+	sched   *framework.Scheduler
+	sidecar *framework.Sidecar
 	dir     string
 )
 
@@ -41,7 +41,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctx := context.Background()
-	if cp, err = cluster.StartControlPlane(ctx, dir); err != nil {
+	if cp, err = framework.StartControlPlane(ctx, dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -70,7 +70,7 @@ func createNode(t *testing.T, name, cpu string, taints ...v1.Taint) {
 	t.Helper()
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{Taints: taints}}
 	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("8Gi")}
-	if err := cluster.CreateNode(context.Background(), cp.Client, node, capacity); err != nil {
+	if err := framework.CreateNode(context.Background(), cp.Client, node, capacity); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
@@ -115,7 +115,7 @@ func waitForExplanation(t *testing.T, ns, name, result string) explanation {
 	var e explanation
 	url := fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain", sidecar.URL, ns, name)
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		code, body, err := cluster.GetAs(url, cp.Config.BearerToken)
+		code, body, err := framework.GetAs(url, cp.Config.BearerToken)
 		if err != nil || code != http.StatusOK {
 			return false, nil
 		}
@@ -186,7 +186,7 @@ func TestExplainScenarios(t *testing.T) {
 // code and combined output.
 func runPlugin(t *testing.T, kubeconfig string, args ...string) (int, string) {
 	t.Helper()
-	plugin, err := cluster.Binary("kubectl-schedscope")
+	plugin, err := framework.Binary("kubectl-schedscope")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,14 +223,14 @@ func TestAuthorization(t *testing.T) {
 		name, url, token string
 		want             int
 	}{
-		{"own namespace", explain("team-a", "mine"), cluster.ViewerToken, http.StatusOK},
-		{"other namespace", explain("team-b", "theirs"), cluster.ViewerToken, http.StatusForbidden},
-		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecar.URL), cluster.ViewerToken, http.StatusForbidden},
+		{"own namespace", explain("team-a", "mine"), framework.ViewerToken, http.StatusOK},
+		{"other namespace", explain("team-b", "theirs"), framework.ViewerToken, http.StatusForbidden},
+		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecar.URL), framework.ViewerToken, http.StatusForbidden},
 		{"no token", explain("team-a", "mine"), "", http.StatusUnauthorized},
 		{"bad token", explain("team-a", "mine"), "not-a-token", http.StatusUnauthorized},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body, err := cluster.GetAs(tt.url, tt.token)
+			code, body, err := framework.GetAs(tt.url, tt.token)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestAuthorization(t *testing.T) {
 		})
 	}
 	// The viewer's pending list holds only team-a.
-	code, body, err := cluster.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", cluster.ViewerToken)
+	code, body, err := framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", framework.ViewerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /apis/schedscope.io/v1alpha1/pods as viewer: %d %v %s", code, err, body)
 	}
@@ -305,7 +305,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	for i := range 5 {
 		waitForExplanation(t, "restart", fmt.Sprintf("during-%d", i), "scheduled")
 	}
-	code, body, err := cluster.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/status", cp.Config.BearerToken)
+	code, body, err := framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/status", cp.Config.BearerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("status: %d %v", code, err)
 	}

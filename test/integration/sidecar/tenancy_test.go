@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/test/integration/cluster"
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // TestNoCrossTenantLeak lets a pod of tenant-x preempt a pod of tenant-y
@@ -37,7 +37,7 @@ func TestNoCrossTenantLeak(t *testing.T) {
 	}
 	for name, cpu := range map[string]string{"tenant-full": "1", "tenant-shared": "8"} {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name}}}
-		if err := cluster.CreateNode(ctx, cp.Client, node, v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("8Gi")}); err != nil {
+		if err := framework.CreateNode(ctx, cp.Client, node, v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("8Gi")}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cp.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}) })
@@ -72,7 +72,7 @@ func TestNoCrossTenantLeak(t *testing.T) {
 		"rejections?by=plugin",
 		"rejections?by=node",
 	} {
-		code, body, err := cluster.GetAs(base+path, cluster.ViewerToken)
+		code, body, err := framework.GetAs(base+path, framework.ViewerToken)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func TestNoCrossTenantLeak(t *testing.T) {
 	}
 	// The first attempt was the preempting one: its explanation says why
 	// each node was refused without saying whose pods made it so.
-	code, body, err := cluster.GetAs(base+"namespaces/tenant-x/pods/preemptor/explain?attempt=1", cluster.ViewerToken)
+	code, body, err := framework.GetAs(base+"namespaces/tenant-x/pods/preemptor/explain?attempt=1", framework.ViewerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("attempt 1: %d %v %s", code, err, body)
 	}

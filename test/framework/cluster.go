@@ -2,7 +2,7 @@
 // tests: etcd, kube-apiserver and schedulers, each built from Go modules
 // into the bin directory (SCHEDSCOPE_BIN, default <repo>/bin) and listening
 // on loopback only.
-package cluster
+package framework
 
 import (
 	"context"

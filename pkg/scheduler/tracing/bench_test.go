@@ -8,7 +8,7 @@ import (
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 )
 
 // BenchmarkTrace measures the recorder worker's cost of tracing one

@@ -27,7 +27,7 @@ import (
 
 const (
 	// ScopeName is the instrumentation scope of schedscope's spans.
-	ScopeName = "github.com/schedscope/schedscope/pkg/tracing"
+	ScopeName = "github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	// ServiceName is the service.name of the scheduler's traces.
 	ServiceName = "schedscope-scheduler"
 	// TraceparentAnnotation, set on a pod to a W3C traceparent

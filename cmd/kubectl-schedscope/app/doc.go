@@ -3,4 +3,4 @@
 // sidecar's explain API through the kube-apiserver, which serves it as an
 // aggregated API (or at a direct address), and prints tables, JSON or YAML,
 // with exit codes a script can test.
-package kubectlplugin
+package app

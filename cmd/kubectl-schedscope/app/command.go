@@ -1,4 +1,4 @@
-package kubectlplugin
+package app
 
 import (
 	"context"

@@ -20,7 +20,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 

@@ -18,7 +18,7 @@ import (
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 )
 
 // receiver is an OTLP gRPC trace receiver that keeps what it receives.

@@ -19,7 +19,7 @@ import (
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 )
 
 // newRecordingTracer returns a Tracer whose spans go to a SpanRecorder,

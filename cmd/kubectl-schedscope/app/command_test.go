@@ -1,4 +1,4 @@
-package kubectlplugin
+package app
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
-	"github.com/schedscope/schedscope/pkg/sidecar/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 )

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/tracing"
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 )
 
 // maxSpanBytes bounds each span of hugeRecord, protobuf-encoded as it is
