@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/pkg/sidecar/follow"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 // Sidecar is a running schedscope-sidecar.
@@ -66,27 +64,27 @@ func (s *Sidecar) Restart(ctx context.Context) error {
 
 // SidecarStatus is the answer of the sidecar's status endpoint.
 type SidecarStatus struct {
-	Follower follow.Status `json:"follower"`
-	Store    store.Stats   `json:"store"`
+	Follower v1alpha1.FollowerStatus `json:"follower"`
+	Store    v1alpha1.StoreStats     `json:"store"`
 }
 
 // Status reads the sidecar's status endpoint as the admin.
 func (s *Sidecar) Status() (*SidecarStatus, error) {
 	var st SidecarStatus
-	return &st, s.getJSON(api.Prefix+"status", &st)
+	return &st, s.getJSON(v1alpha1.Prefix+"status", &st)
 }
 
 // Pods lists the pods of namespace ns the sidecar holds records of, each
 // with its latest attempt.
-func (s *Sidecar) Pods(ns string) ([]store.PodStatus, error) {
-	var l api.PodList
-	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods?limit=%d", api.Prefix, ns, api.MaxLimit), &l)
+func (s *Sidecar) Pods(ns string) ([]v1alpha1.PodStatus, error) {
+	var l v1alpha1.PodList
+	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods?limit=%d", v1alpha1.Prefix, ns, v1alpha1.MaxLimit), &l)
 }
 
 // Attempts lists the stored attempts of a pod, newest first.
-func (s *Sidecar) Attempts(ns, name string) ([]store.AttemptSummary, error) {
-	var l api.AttemptList
-	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods/%s/attempts?limit=%d", api.Prefix, ns, name, api.MaxLimit), &l)
+func (s *Sidecar) Attempts(ns, name string) ([]v1alpha1.AttemptSummary, error) {
+	var l v1alpha1.AttemptList
+	return l.Items, s.getJSON(fmt.Sprintf("%snamespaces/%s/pods/%s/attempts?limit=%d", v1alpha1.Prefix, ns, name, v1alpha1.MaxLimit), &l)
 }
 
 func (s *Sidecar) getJSON(path string, v any) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/schedscope/schedscope/pkg/client"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -30,7 +31,7 @@ type Options struct {
 	genericiooptions.IOStreams
 
 	// newClient builds the client; tests may replace it.
-	newClient func() (Client, error)
+	newClient func() (client.Client, error)
 }
 
 // NewOptions returns the defaults.
@@ -60,7 +61,7 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-func (o *Options) client() (Client, error) {
+func (o *Options) client() (client.Client, error) {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if o.Server != "" {
 		if err != nil {
@@ -68,12 +69,16 @@ func (o *Options) client() (Client, error) {
 			// request carries no credentials.
 			cfg = nil
 		}
-		return newDirectClient(o.Server, cfg)
+		c, err := client.NewDirect(o.Server, cfg)
+		if err != nil {
+			return nil, usageErrorf("--server %v", err)
+		}
+		return c, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	return newAggregatedClient(cfg)
+	return client.NewAggregated(cfg)
 }
 
 // namespace returns the namespace from -n or the kubeconfig.

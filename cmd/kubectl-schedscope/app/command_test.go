@@ -20,10 +20,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 )
@@ -63,7 +63,7 @@ func sidecar(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	authn := authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
@@ -215,7 +215,7 @@ func TestExplainJSONAndYAML(t *testing.T) {
 			if code != ExitOK {
 				t.Fatalf("exit code %d; stderr %s", code, errOut)
 			}
-			var e explain.Explanation
+			var e v1alpha1.Explanation
 			var err error
 			if format == "json" {
 				err = json.Unmarshal([]byte(out), &e)
@@ -248,7 +248,7 @@ func TestAggregatedRoute(t *testing.T) {
 	// client-go sends credentials over TLS only.
 	apiserver := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, r.URL.Path)
-		if !aggregated || !strings.HasPrefix(r.URL.Path, api.Prefix) {
+		if !aggregated || !strings.HasPrefix(r.URL.Path, v1alpha1.Prefix) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}`)
@@ -263,7 +263,7 @@ func TestAggregatedRoute(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "big-2         chosen") {
 		t.Errorf("through the apiserver: exit code %d; stdout %s; stderr %s", code, out, errOut)
 	}
-	if len(seen) == 0 || seen[0] != api.Prefix+"namespaces/shop/pods/web/explain" {
+	if len(seen) == 0 || seen[0] != v1alpha1.Prefix+"namespaces/shop/pods/web/explain" {
 		t.Errorf("paths %v", seen)
 	}
 	aggregated = false

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/client"
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 )
 
 // pageSize is the rows fetched per request (the API's maximum).
@@ -80,7 +80,7 @@ func (e *explainOptions) complete(args []string) error {
 }
 
 func notFoundOr(err error) error {
-	var ae *APIError
+	var ae *client.Error
 	if errors.As(err, &ae) {
 		switch ae.Code {
 		case http.StatusNotFound:
@@ -101,7 +101,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := fmt.Sprintf(api.Prefix+"namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
+	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
 	q := url.Values{}
 	if e.attempt > 0 {
 		q.Set("attempt", strconv.Itoa(e.attempt))
@@ -112,7 +112,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 		if err != nil {
 			return notFoundOr(err)
 		}
-		var ans explain.NodeAnswer
+		var ans v1alpha1.NodeAnswer
 		if err := json.Unmarshal(body, &ans); err != nil {
 			return fmt.Errorf("decoding the answer: %w", err)
 		}
@@ -122,7 +122,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 		return resultCode(ans.Result)
 	}
 
-	var ex *explain.Explanation
+	var ex *v1alpha1.Explanation
 	for offset := 0; ; {
 		q.Set("offset", strconv.Itoa(offset))
 		q.Set("limit", strconv.Itoa(pageSize))
@@ -130,7 +130,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 		if err != nil {
 			return notFoundOr(err)
 		}
-		var page explain.Explanation
+		var page v1alpha1.Explanation
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("decoding the explanation: %w", err)
 		}
@@ -178,7 +178,7 @@ func (o *Options) print(v any, table func(io.Writer)) error {
 }
 
 // PrintExplanation prints an explanation as a header and a per-node table.
-func PrintExplanation(w io.Writer, e *explain.Explanation) {
+func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
 	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
 	fmt.Fprintf(w, "Result:   %s\n", e.Result)

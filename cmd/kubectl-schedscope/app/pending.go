@@ -11,11 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
-
-	"github.com/schedscope/schedscope/pkg/sidecar/api"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
 type pendingOptions struct {
@@ -36,8 +34,8 @@ func newPendingCommand(o *Options) *cobra.Command {
 			if len(args) > 0 {
 				return usageErrorf("pending takes no arguments; got %q", args)
 			}
-			if p.limit < 1 || p.limit > api.MaxLimit {
-				return usageErrorf("--limit %d: want 1 to %d", p.limit, api.MaxLimit)
+			if p.limit < 1 || p.limit > v1alpha1.MaxLimit {
+				return usageErrorf("--limit %d: want 1 to %d", p.limit, v1alpha1.MaxLimit)
 			}
 			if err := p.Validate(); err != nil {
 				return err
@@ -55,19 +53,19 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	path := api.Prefix + "pending"
+	path := v1alpha1.Prefix + "pending"
 	if !p.allNamespaces {
 		ns, err := p.namespace()
 		if err != nil {
 			return err
 		}
-		path = api.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
+		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
 	}
 	body, err := c.Get(ctx, path, url.Values{"limit": {strconv.Itoa(p.limit)}})
 	if err != nil {
 		return notFoundOr(err)
 	}
-	var list api.PodList
+	var list v1alpha1.PodList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("decoding the pending pods: %w", err)
 	}
@@ -75,7 +73,7 @@ func (p *pendingOptions) run(ctx context.Context) error {
 }
 
 // PrintPending prints pending pods as a table.
-func PrintPending(w io.Writer, pods []store.PodStatus, now time.Time) {
+func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time) {
 	if len(pods) == 0 {
 		fmt.Fprintln(w, "No pending pods.")
 		return

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/follow"
 	"github.com/schedscope/schedscope/pkg/sidecar/health"
@@ -100,7 +101,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		Status: func() any { return f.Status() }, TraceURL: o.TraceURL,
+		Status: func() v1alpha1.FollowerStatus { return f.Status() }, TraceURL: o.TraceURL,
 	}
 	if o.ClusterHealth {
 		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
@@ -137,7 +138,7 @@ func (o *Options) Run(ctx context.Context) error {
 		_, _ = w.Write([]byte("ok"))
 	}))
 	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), authn.Authenticator, authz.Authorizer))
-	mux.Handle(api.Prefix, apiHandler)
+	mux.Handle(v1alpha1.Prefix, apiHandler)
 	api.RegisterDiscovery(mux)
 	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -21,7 +23,7 @@ func authenticate(authn authenticator.Request, w http.ResponseWriter, r *http.Re
 	// system:anonymous; the API answers them 401, as a request that must
 	// name its caller.
 	if err != nil || !ok || resp == nil || resp.User == nil || resp.User.GetName() == user.Anonymous {
-		writeError(w, http.StatusUnauthorized, "Unauthorized", "the request carries no valid credentials")
+		writeError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "the request carries no valid credentials")
 		return nil
 	}
 	return resp.User
@@ -36,14 +38,14 @@ func authorize(ctx context.Context, authz authorizer.UnconditionalAuthorizer, w 
 	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Authorization failed", "user", attrs.GetUser().GetName())
-		writeError(w, http.StatusInternalServerError, "InternalError", "authorization failed")
+		writeError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "authorization failed")
 		return false
 	}
 	msg := forbiddenMessage(attrs)
 	if reason != "" {
 		msg += ": " + reason
 	}
-	writeError(w, http.StatusForbidden, "Forbidden", msg)
+	writeError(w, http.StatusForbidden, metav1.StatusReasonForbidden, msg)
 	return false
 }
 

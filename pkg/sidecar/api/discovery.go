@@ -3,16 +3,17 @@ package api
 import (
 	"net/http"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // groupVersion is the API's version as discovery documents name it.
-var groupVersion = metav1.GroupVersionForDiscovery{GroupVersion: Group + "/" + Version, Version: Version}
+var groupVersion = metav1.GroupVersionForDiscovery{GroupVersion: v1alpha1.GroupName + "/" + v1alpha1.Version, Version: v1alpha1.Version}
 
 // apiGroup describes the API's group.
 var apiGroup = metav1.APIGroup{
 	TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-	Name:             Group,
+	Name:             v1alpha1.GroupName,
 	Versions:         []metav1.GroupVersionForDiscovery{groupVersion},
 	PreferredVersion: groupVersion,
 }
@@ -31,10 +32,10 @@ func RegisterDiscovery(mux *http.ServeMux) {
 			Groups:   []metav1.APIGroup{apiGroup},
 		})
 	})
-	mux.HandleFunc("GET /apis/"+Group, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /apis/"+v1alpha1.GroupName, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, apiGroup)
 	})
-	mux.HandleFunc("GET /apis/"+Group+"/"+Version, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /apis/"+v1alpha1.GroupName+"/"+v1alpha1.Version, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, metav1.APIResourceList{
 			TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 			GroupVersion: groupVersion.GroupVersion,

@@ -9,27 +9,18 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
-
-// Group and Version name the API. The kube-apiserver can serve it as an
-// aggregated API (an APIService for Version.Group), so the same paths work
-// through the apiserver, with the caller's identity, and on the sidecar's
-// own port.
-const (
-	Group   = "schedscope.io"
-	Version = "v1alpha1"
-)
-
-// Prefix is where the API is served.
-const Prefix = "/apis/" + Group + "/" + Version + "/"
 
 // Config configures the API.
 type Config struct {
@@ -39,7 +30,7 @@ type Config struct {
 	Authenticator authenticator.Request
 	Authorizer    authorizer.UnconditionalAuthorizer
 	// Status reports the follower's status for /apis/schedscope.io/v1alpha1/status; may be nil.
-	Status func() any
+	Status func() v1alpha1.FollowerStatus
 	// TraceURL is the trace viewer's base URL (e.g. Jaeger), for clients
 	// to link a record's TraceID; may be empty.
 	TraceURL string
@@ -49,14 +40,14 @@ type Config struct {
 	// attempt failed is still waiting: it exists and has no node. Pods for
 	// which it returns false (deleted, or bound without a record the
 	// sidecar received) are left out of /apis/schedscope.io/v1alpha1/pending.
-	StillPending func(store.PodStatus) bool
+	StillPending func(v1alpha1.PodStatus) bool
 }
 
 type handler struct {
 	Config
 }
 
-// New returns the API handler, serving under Prefix.
+// New returns the API handler, serving under v1alpha1.Prefix.
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Store == nil || cfg.Authenticator == nil || cfg.Authorizer == nil {
 		return nil, errors.New("the API needs a store, an authenticator and an authorizer")
@@ -66,31 +57,29 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	h := &handler{Config: cfg}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
-	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods/{name}/explain", h.podExplain)
-	mux.HandleFunc("GET "+Prefix+"pods/{uid}/attempts", h.podAttempts)
-	mux.HandleFunc("GET "+Prefix+"pods/{uid}/explain", h.podExplain)
-	mux.HandleFunc("GET "+Prefix+"pods", h.pods(false))
-	mux.HandleFunc("GET "+Prefix+"pending", h.pods(true))
-	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pods", h.pods(false))
-	mux.HandleFunc("GET "+Prefix+"namespaces/{namespace}/pending", h.pods(true))
-	mux.HandleFunc("GET "+Prefix+"rejections", h.rejections)
-	mux.HandleFunc("GET "+Prefix+"status", h.status)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/explain", h.podExplain)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"pods/{uid}/attempts", h.podAttempts)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"pods/{uid}/explain", h.podExplain)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"pods", h.pods(false))
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"pending", h.pods(true))
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods", h.pods(false))
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pending", h.pods(true))
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"rejections", h.rejections)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"status", h.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return mux, nil
 }
 
-// Error is the body of an error response.
-type Error struct {
-	Code    int    `json:"code"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, code int, reason, msg string) {
-	writeJSON(w, code, Error{Code: code, Reason: reason, Message: msg})
+// writeError answers with a metav1.Status, as the kube-apiserver does.
+func writeError(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
+	writeJSON(w, code, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Code: int32(code), Reason: reason, Message: msg,
+		Details: &metav1.StatusDetails{Group: v1alpha1.GroupName},
+	})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -106,12 +95,12 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *ParamError
 	switch {
 	case errors.As(err, &pe):
-		writeError(w, http.StatusBadRequest, "BadRequest", pe.Error())
+		writeError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, pe.Error())
 	case errors.Is(err, store.ErrNotFound):
-		writeError(w, http.StatusNotFound, "NotFound", err.Error())
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, err.Error())
 	default:
 		klog.FromContext(r.Context()).Error(err, "Serving the explain API", "path", r.URL.Path)
-		writeError(w, http.StatusInternalServerError, "InternalError", "internal error; see the sidecar's log")
+		writeError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "internal error; see the sidecar's log")
 	}
 }
 
@@ -137,7 +126,7 @@ func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.P
 			return sel, false
 		}
 		if len(latest) == 0 {
-			writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no attempts recorded for pod UID %q", uid))
+			writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempts recorded for pod UID %q", uid))
 			return sel, false
 		}
 		pod := latest[0].Pod
@@ -164,11 +153,6 @@ func describe(sel store.PodSelector) string {
 	return fmt.Sprintf("pod %s/%s", sel.Namespace, sel.Name)
 }
 
-// AttemptList is the response of the attempts endpoints.
-type AttemptList struct {
-	Items []store.AttemptSummary `json:"items"`
-}
-
 func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
 	sel, ok := h.selectPod(w, r)
 	if !ok {
@@ -185,10 +169,10 @@ func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(items) == 0 {
-		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no attempts recorded for %s", describe(sel)))
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempts recorded for %s", describe(sel)))
 		return
 	}
-	writeJSON(w, http.StatusOK, AttemptList{Items: items})
+	writeJSON(w, http.StatusOK, v1alpha1.AttemptList{Items: items})
 }
 
 func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +191,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		if p.Attempt > 0 {
 			msg = fmt.Sprintf("no attempt %d recorded for %s", p.Attempt, describe(sel))
 		}
-		writeError(w, http.StatusNotFound, "NotFound", msg)
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, msg)
 		return
 	}
 	if err != nil {
@@ -217,7 +201,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 	if p.Node != "" {
 		ans, ok := explain.Node(a, p.Node)
 		if !ok {
-			writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("node %q was not part of attempt %d of %s", p.Node, a.Attempt, describe(sel)))
+			writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("node %q was not part of attempt %d of %s", p.Node, a.Attempt, describe(sel)))
 			return
 		}
 		writeJSON(w, http.StatusOK, ans)
@@ -225,7 +209,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.Group != explain.AllGroups {
 		if e := explain.Explain(a, explain.Options{Group: explain.AllGroups, Limit: 1}); p.Group >= len(e.Groups) {
-			h.fail(w, r, paramErr(ParamGroup, fmt.Sprint(p.Group), "attempt %d has %d groups", a.Attempt, len(e.Groups)))
+			h.fail(w, r, paramErr(v1alpha1.ParamGroup, fmt.Sprint(p.Group), "attempt %d has %d groups", a.Attempt, len(e.Groups)))
 			return
 		}
 	}
@@ -257,15 +241,6 @@ func (h *handler) allowedNamespaces(ctx context.Context, u user.Info) ([]string,
 		}
 	}
 	return allowed, nil
-}
-
-// PodList is the response of the pods and pending endpoints.
-type PodList struct {
-	// Restricted is true when the caller may not list pods cluster-wide:
-	// the result holds only the Namespaces in which it may.
-	Restricted bool              `json:"restricted,omitempty"`
-	Namespaces []string          `json:"namespaces,omitempty"`
-	Items      []store.PodStatus `json:"items"`
 }
 
 func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
@@ -322,19 +297,8 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if len(items) > limit {
 			items = items[:limit]
 		}
-		writeJSON(w, http.StatusOK, PodList{Restricted: restricted, Namespaces: nss, Items: items})
+		writeJSON(w, http.StatusOK, v1alpha1.PodList{Restricted: restricted, Namespaces: nss, Items: items})
 	}
-}
-
-// RejectionList is the response of the rejections endpoint.
-type RejectionList struct {
-	By         string                 `json:"by"`
-	Since      time.Time              `json:"since"`
-	Until      time.Time              `json:"until,omitzero"`
-	Step       string                 `json:"step,omitempty"`
-	Restricted bool                   `json:"restricted,omitempty"`
-	Namespaces []string               `json:"namespaces,omitempty"`
-	Items      []store.RejectionCount `json:"items"`
 }
 
 func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
@@ -356,18 +320,11 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	list := RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items}
+	list := v1alpha1.RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items}
 	if rq.Step > 0 {
 		list.Step = rq.Step.String()
 	}
 	writeJSON(w, http.StatusOK, list)
-}
-
-// Status is the response of the status endpoint.
-type Status struct {
-	Follower any         `json:"follower,omitempty"`
-	Store    store.Stats `json:"store"`
-	TraceURL string      `json:"traceURL,omitempty"`
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
@@ -385,9 +342,10 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	// The follower first: it stores records before it advances its
 	// cursor, so the store read after it holds at least what the cursor
 	// covers.
-	s := Status{TraceURL: h.TraceURL}
+	s := v1alpha1.Status{TraceURL: h.TraceURL}
 	if h.Status != nil {
-		s.Follower = h.Status()
+		fs := h.Status()
+		s.Follower = &fs
 	}
 	st, err := h.Store.Stats(r.Context())
 	if err != nil {

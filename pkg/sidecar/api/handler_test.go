@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -105,13 +106,13 @@ func newEnv(t *testing.T, rules ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	authz := &fakeAuthz{rules: rules}
 	h, err := New(Config{
 		Store: st, Authenticator: fakeAuthn, Authorizer: authz,
-		Status: func() any { return map[string]int{"relists": 7} },
+		Status: func() v1alpha1.FollowerStatus { return v1alpha1.FollowerStatus{Relists: 7} },
 		Now:    func() time.Time { return recordtest.Base.Add(time.Minute) },
 	})
 	if err != nil {
@@ -224,7 +225,7 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 			if code != 200 {
 				return
 			}
-			var list PodList
+			var list v1alpha1.PodList
 			if err := json.Unmarshal(body, &list); err != nil {
 				t.Fatal(err)
 			}
@@ -252,24 +253,24 @@ func TestRejectionsEndpoint(t *testing.T) {
 		user     string
 		path     string
 		wantCode int
-		want     []store.RejectionCount
+		want     []v1alpha1.RejectionCount
 		wantBody string
 	}{
 		{
 			name: "by plugin", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=1h", wantCode: 200,
-			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}},
+			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}},
 		},
 		{
 			name: "by node, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
-			want: []store.RejectionCount{{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"NodeAffinity": 1}}},
+			want: []v1alpha1.RejectionCount{{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"NodeAffinity": 1}}},
 		},
 		{
 			name: "window excludes", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=10s", wantCode: 200,
-			want: []store.RejectionCount{},
+			want: []v1alpha1.RejectionCount{},
 		},
 		{
 			name: "series", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2026-01-02T03:04:04Z&until=2026-01-02T03:04:08Z&step=2s&limit=1", wantCode: 200,
-			want: []store.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3, Series: []store.RejectionBucket{
+			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3, Series: []v1alpha1.RejectionBucket{
 				{Start: recordtest.Base.Add(-time.Second)},
 				{Start: recordtest.Base.Add(time.Second), Attempts: 1, Nodes: 3},
 			}}},
@@ -294,7 +295,7 @@ func TestRejectionsEndpoint(t *testing.T) {
 			if code != 200 {
 				return
 			}
-			var list RejectionList
+			var list v1alpha1.RejectionList
 			if err := json.Unmarshal(body, &list); err != nil {
 				t.Fatal(err)
 			}
@@ -358,12 +359,12 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 	for i, a := range as {
 		a.Seq = uint64(i + 1)
 	}
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e", Seq: 2}, store.Records(as...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e", Seq: 2}, store.Records(as...)); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(Config{
 		Store: st, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}},
-		StillPending: func(p store.PodStatus) bool { return p.Pod.UID != "uid-1" },
+		StillPending: func(p v1alpha1.PodStatus) bool { return p.Pod.UID != "uid-1" },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +381,7 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("%s: status %d: %s", path, code, body)
 		}
-		var list PodList
+		var list v1alpha1.PodList
 		if err := json.Unmarshal(body, &list); err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +399,7 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 // browsers not to guess their type.
 func TestAnswersAreNotSniffed(t *testing.T) {
 	e := newEnv(t, "alice get team-a/*")
-	for _, path := range []string{Prefix + "namespaces/team-a/pods/web/explain", Prefix + "namespaces/team-a/pods/nope/explain", Prefix + "namespaces/team-b/pods/web/explain"} {
+	for _, path := range []string{v1alpha1.Prefix + "namespaces/team-a/pods/web/explain", v1alpha1.Prefix + "namespaces/team-a/pods/nope/explain", v1alpha1.Prefix + "namespaces/team-b/pods/web/explain"} {
 		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer alice")
 		resp, err := http.DefaultClient.Do(req)

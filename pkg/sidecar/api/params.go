@@ -10,30 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
-)
-
-// Query parameters.
-const (
-	ParamLimit   = "limit"
-	ParamOffset  = "offset"
-	ParamAttempt = "attempt"
-	ParamNode    = "node"
-	ParamGroup   = "group"
-	ParamBy      = "by"
-	ParamSince   = "since"
-	ParamUntil   = "until"
-	ParamStep    = "step"
-)
-
-// Bounds of the limit parameters.
-const (
-	DefaultLimit    = 100
-	MaxLimit        = 10000
-	MaxRejectionAge = 366 * 24 * time.Hour
-	// MaxBuckets bounds the time series of the rejections endpoint.
-	MaxBuckets = 1000
 )
 
 // ParamError is a bad request parameter.
@@ -99,10 +78,10 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 
 // ParseLimit parses the parameters of the attempts and pod list endpoints.
 func ParseLimit(q url.Values) (int, error) {
-	if err := checkKnown(q, ParamLimit); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamLimit); err != nil {
 		return 0, err
 	}
-	return intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit)
+	return intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit)
 }
 
 // ExplainParams are the parameters of the explain endpoint.
@@ -117,30 +96,30 @@ type ExplainParams struct {
 // ParseExplainParams parses the parameters of the explain endpoint.
 func ParseExplainParams(q url.Values) (ExplainParams, error) {
 	p := ExplainParams{}
-	if err := checkKnown(q, ParamAttempt, ParamNode, ParamGroup, ParamOffset, ParamLimit); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamAttempt, v1alpha1.ParamNode, v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit); err != nil {
 		return p, err
 	}
 	var err error
-	if p.Attempt, err = intParam(q, ParamAttempt, 0, 1, 1<<30); err != nil {
+	if p.Attempt, err = intParam(q, v1alpha1.ParamAttempt, 0, 1, 1<<30); err != nil {
 		return p, err
 	}
-	if p.Group, err = intParam(q, ParamGroup, explain.AllGroups, 0, 1<<20); err != nil {
+	if p.Group, err = intParam(q, v1alpha1.ParamGroup, explain.AllGroups, 0, 1<<20); err != nil {
 		return p, err
 	}
-	if p.Offset, err = intParam(q, ParamOffset, 0, 0, 1<<30); err != nil {
+	if p.Offset, err = intParam(q, v1alpha1.ParamOffset, 0, 0, 1<<30); err != nil {
 		return p, err
 	}
-	if p.Limit, err = intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit); err != nil {
+	if p.Limit, err = intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit); err != nil {
 		return p, err
 	}
-	if _, ok := q[ParamNode]; ok {
-		p.Node = q.Get(ParamNode)
+	if _, ok := q[v1alpha1.ParamNode]; ok {
+		p.Node = q.Get(v1alpha1.ParamNode)
 		if errs := validation.IsDNS1123Subdomain(p.Node); len(errs) > 0 {
-			return p, paramErr(ParamNode, p.Node, "%q is not a node name: %s", p.Node, strings.Join(errs, "; "))
+			return p, paramErr(v1alpha1.ParamNode, p.Node, "%q is not a node name: %s", p.Node, strings.Join(errs, "; "))
 		}
-		for _, k := range []string{ParamGroup, ParamOffset, ParamLimit} {
+		for _, k := range []string{v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit} {
 			if q.Has(k) {
-				return p, paramErr(k, q.Get(k), "cannot be combined with %q", ParamNode)
+				return p, paramErr(k, q.Get(k), "cannot be combined with %q", v1alpha1.ParamNode)
 			}
 		}
 	}
@@ -153,47 +132,47 @@ func ParseExplainParams(q url.Values) (ExplainParams, error) {
 // (a duration) adds a time series of the window in buckets of step.
 func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, error) {
 	rq := store.RejectionQuery{}
-	if err := checkKnown(q, ParamBy, ParamSince, ParamUntil, ParamStep, ParamLimit); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamBy, v1alpha1.ParamSince, v1alpha1.ParamUntil, v1alpha1.ParamStep, v1alpha1.ParamLimit); err != nil {
 		return rq, err
 	}
-	switch by := q.Get(ParamBy); by {
-	case store.ByPlugin, store.ByNode:
+	switch by := q.Get(v1alpha1.ParamBy); by {
+	case v1alpha1.ByPlugin, v1alpha1.ByNode:
 		rq.By = by
 	case "":
-		return rq, paramErr(ParamBy, by, "required: %q or %q", store.ByPlugin, store.ByNode)
+		return rq, paramErr(v1alpha1.ParamBy, by, "required: %q or %q", v1alpha1.ByPlugin, v1alpha1.ByNode)
 	default:
-		return rq, paramErr(ParamBy, by, "%q is not %q or %q", by, store.ByPlugin, store.ByNode)
+		return rq, paramErr(v1alpha1.ParamBy, by, "%q is not %q or %q", by, v1alpha1.ByPlugin, v1alpha1.ByNode)
 	}
 	var err error
-	if rq.Since, err = timeParam(q, ParamSince, now, now.Add(-time.Hour)); err != nil {
+	if rq.Since, err = timeParam(q, v1alpha1.ParamSince, now, now.Add(-time.Hour)); err != nil {
 		return rq, err
 	}
 	if rq.Since.After(now) {
-		return rq, paramErr(ParamSince, q.Get(ParamSince), "%s is in the future", rq.Since.Format(time.RFC3339))
+		return rq, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "%s is in the future", rq.Since.Format(time.RFC3339))
 	}
-	if rq.Until, err = timeParam(q, ParamUntil, now, time.Time{}); err != nil {
+	if rq.Until, err = timeParam(q, v1alpha1.ParamUntil, now, time.Time{}); err != nil {
 		return rq, err
 	}
 	if !rq.Until.IsZero() && !rq.Since.Before(rq.Until) {
-		return rq, paramErr(ParamSince, q.Get(ParamSince), "must be before %q (%s)", ParamUntil, rq.Until.Format(time.RFC3339))
+		return rq, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "must be before %q (%s)", v1alpha1.ParamUntil, rq.Until.Format(time.RFC3339))
 	}
-	if rq.Limit, err = intParam(q, ParamLimit, DefaultLimit, 1, MaxLimit); err != nil {
+	if rq.Limit, err = intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit); err != nil {
 		return rq, err
 	}
-	if v := q.Get(ParamStep); v != "" {
+	if v := q.Get(v1alpha1.ParamStep); v != "" {
 		step, err := time.ParseDuration(v)
 		if err != nil || step < time.Second {
-			return rq, paramErr(ParamStep, v, "%q is not a duration of at least 1s", v)
+			return rq, paramErr(v1alpha1.ParamStep, v, "%q is not a duration of at least 1s", v)
 		}
 		rq.Step = step
 		if rq.Until.IsZero() {
 			rq.Until = now
 		}
 		if !rq.Since.Before(rq.Until) {
-			return rq, paramErr(ParamSince, q.Get(ParamSince), "must be before %q (%s)", ParamUntil, rq.Until.Format(time.RFC3339))
+			return rq, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "must be before %q (%s)", v1alpha1.ParamUntil, rq.Until.Format(time.RFC3339))
 		}
-		if n := rq.Buckets(); n > MaxBuckets {
-			return rq, paramErr(ParamStep, v, "makes %d buckets of the window, at most %d allowed", n, MaxBuckets)
+		if n := rq.Buckets(); n > v1alpha1.MaxBuckets {
+			return rq, paramErr(v1alpha1.ParamStep, v, "makes %d buckets of the window, at most %d allowed", n, v1alpha1.MaxBuckets)
 		}
 	}
 	return rq, nil
@@ -205,8 +184,8 @@ func timeParam(q url.Values, name string, now, def time.Time) (time.Time, error)
 		return def, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil {
-		if d < 0 || d > MaxRejectionAge {
-			return time.Time{}, paramErr(name, v, "duration %s is out of range [0, %s]", v, MaxRejectionAge)
+		if d < 0 || d > v1alpha1.MaxRejectionAge {
+			return time.Time{}, paramErr(name, v, "duration %s is out of range [0, %s]", v, v1alpha1.MaxRejectionAge)
 		}
 		return now.Add(-d), nil
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 )
 
@@ -39,25 +40,25 @@ func FuzzParseParams(f *testing.F) {
 		}
 		limit, err := ParseLimit(q)
 		check(err)
-		if err == nil && (limit < 1 || limit > MaxLimit) {
+		if err == nil && (limit < 1 || limit > v1alpha1.MaxLimit) {
 			t.Fatalf("%q: limit %d accepted", raw, limit)
 		}
 		p, err := ParseExplainParams(q)
 		check(err)
-		if err == nil && (p.Offset < 0 || p.Limit < 1 || p.Limit > MaxLimit || p.Attempt < 0) {
+		if err == nil && (p.Offset < 0 || p.Limit < 1 || p.Limit > v1alpha1.MaxLimit || p.Attempt < 0) {
 			t.Fatalf("%q: explain parameters %+v accepted", raw, p)
 		}
 		rq, err := ParseRejectionParams(q, now)
 		check(err)
 		if err == nil {
-			if rq.Step > 0 && (rq.Buckets() < 1 || rq.Buckets() > MaxBuckets) {
+			if rq.Step > 0 && (rq.Buckets() < 1 || rq.Buckets() > v1alpha1.MaxBuckets) {
 				t.Fatalf("%q: %d buckets accepted", raw, rq.Buckets())
 			}
 			if rq.Since.After(now) || !rq.Until.IsZero() && !rq.Since.Before(rq.Until) {
 				t.Fatalf("%q: window %v..%v accepted", raw, rq.Since, rq.Until)
 			}
-			if rq.Since.Before(now.Add(-MaxRejectionAge)) && q.Get(ParamSince) != "" {
-				if _, err := time.ParseDuration(q.Get(ParamSince)); err == nil {
+			if rq.Since.Before(now.Add(-v1alpha1.MaxRejectionAge)) && q.Get(v1alpha1.ParamSince) != "" {
+				if _, err := time.ParseDuration(q.Get(v1alpha1.ParamSince)); err == nil {
 					t.Fatalf("%q: duration beyond the maximum accepted", raw)
 				}
 			}

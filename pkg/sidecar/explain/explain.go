@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
@@ -21,89 +22,9 @@ type Options struct {
 	Offset, Limit int
 }
 
-// Explanation is a scheduling attempt laid out for reading.
-type Explanation struct {
-	Pod           record.PodRef     `json:"pod"`
-	Profile       string            `json:"profile"`
-	Attempt       int               `json:"attempt"`
-	Seq           uint64            `json:"seq"`
-	Result        record.Result     `json:"result"`
-	Message       string            `json:"message,omitempty"`
-	FailedPoint   string            `json:"failedPoint,omitempty"`
-	SelectedNode  string            `json:"selectedNode,omitempty"`
-	NominatedNode string            `json:"nominatedNode,omitempty"`
-	TraceID       string            `json:"traceID,omitempty"`
-	Timing        record.Timing     `json:"timing"`
-	Points        []record.PointRun `json:"points,omitempty"`
-	Nodes         record.NodeCounts `json:"nodes"`
-
-	// FilterPlugins are the plugins that rejected at least one node.
-	FilterPlugins []string `json:"filterPlugins"`
-	// ScorePlugins are the columns of NodeRow.Scores.
-	ScorePlugins []record.ScorePlugin `json:"scorePlugins"`
-	// ScoringSkipped says why nodes were not scored, if they were not.
-	ScoringSkipped string `json:"scoringSkipped,omitempty"`
-	// Groups are the nodes grouped by identical verdict, in row order.
-	Groups []Group `json:"groups"`
-	// Details are what plugins said of the attempt as a whole; what they
-	// said of a node is in its row.
-	Details []record.PluginDetail `json:"details,omitempty"`
-	// DetailsCut counts the plugins' details the record did not keep.
-	DetailsCut int `json:"detailsCut,omitempty"`
-
-	// Rows is the requested page of nodes.
-	Rows []NodeRow `json:"rows"`
-	// TotalRows is the number of rows the page was taken from.
-	TotalRows int `json:"totalRows"`
-	Offset    int `json:"offset"`
-	Limit     int `json:"limit"`
-}
-
-// Group is a set of nodes with the same Filter verdict.
-type Group struct {
-	Index              int      `json:"index"`
-	Verdict            string   `json:"verdict"`
-	Plugin             string   `json:"plugin,omitempty"`
-	Reasons            []string `json:"reasons,omitempty"`
-	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
-	Nodes              int      `json:"nodes"`
-	// HasChosen is true for the group holding the chosen node.
-	HasChosen bool `json:"hasChosen,omitempty"`
-}
-
-// NodeRow is one node of the matrix.
-type NodeRow struct {
-	Node   string `json:"node"`
-	Group  int    `json:"group"`
-	Chosen bool   `json:"chosen,omitempty"`
-	// Verdict is the Filter verdict.
-	Verdict            string   `json:"verdict"`
-	Plugin             string   `json:"plugin,omitempty"`
-	Reasons            []string `json:"reasons,omitempty"`
-	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
-	// Rank is the node's place by total score (1 is best); 0 if unscored.
-	Rank int `json:"rank,omitempty"`
-	// Scores are the weighted scores, one per ScorePlugin; nil if unscored.
-	Scores []int64 `json:"scores,omitempty"`
-	Total  *int64  `json:"total,omitempty"`
-	// Details are what plugins said of the node.
-	Details []record.PluginDetail `json:"details,omitempty"`
-}
-
-// NodeAnswer explains the fate of one node.
-type NodeAnswer struct {
-	Pod          record.PodRef `json:"pod"`
-	Attempt      int           `json:"attempt"`
-	Result       record.Result `json:"result"`
-	SelectedNode string        `json:"selectedNode,omitempty"`
-	Row          NodeRow       `json:"row"`
-	// Why is a sentence saying why the pod did (not) land on the node.
-	Why string `json:"why"`
-}
-
 type layout struct {
-	groups []Group
-	rows   []NodeRow
+	groups []v1alpha1.Group
+	rows   []v1alpha1.NodeRow
 	scores map[string]*record.NodeScore
 	ranks  map[string]int
 	byNode map[string]int // row index
@@ -135,12 +56,12 @@ func build(a *record.Attempt) *layout {
 		}
 		return strings.Join(filter[i].Reasons, "\n") < strings.Join(filter[j].Reasons, "\n")
 	})
-	var chosen *NodeRow
-	var scored, unscored, rest []NodeRow
+	var chosen *v1alpha1.NodeRow
+	var scored, unscored, rest []v1alpha1.NodeRow
 	for gi, g := range filter {
-		grp := Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: max(g.Count, len(g.Nodes))}
+		grp := v1alpha1.Group{Index: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Nodes: max(g.Count, len(g.Nodes))}
 		for _, n := range g.Nodes {
-			row := NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Details: details[n]}
+			row := v1alpha1.NodeRow{Node: n, Group: gi, Verdict: g.Verdict, Plugin: g.Plugin, Reasons: g.Reasons, NotEvaluatedReason: g.NotEvaluatedReason, Details: details[n]}
 			if s, ok := l.scores[n]; ok {
 				row.Rank = l.ranks[n]
 				row.Scores = s.Weighted
@@ -177,9 +98,9 @@ func build(a *record.Attempt) *layout {
 }
 
 // Explain lays out attempt a and returns the page of rows opts selects.
-func Explain(a *record.Attempt, opts Options) *Explanation {
+func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	l := build(a)
-	e := &Explanation{
+	e := &v1alpha1.Explanation{
 		Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Seq: a.Seq, Result: a.Result, Message: a.Message,
 		FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
 		TraceID: a.TraceID, Timing: a.Timing, Points: a.Points, Nodes: a.Nodes,
@@ -192,7 +113,7 @@ func Explain(a *record.Attempt, opts Options) *Explanation {
 		}
 	}
 	if e.Groups == nil {
-		e.Groups = []Group{}
+		e.Groups = []v1alpha1.Group{}
 	}
 	seen := map[string]bool{}
 	for _, g := range l.groups {
@@ -220,13 +141,13 @@ func Explain(a *record.Attempt, opts Options) *Explanation {
 	if opts.Limit > 0 {
 		end = min(start+opts.Limit, len(rows))
 	}
-	e.Rows = append([]NodeRow{}, rows[start:end]...)
+	e.Rows = append([]v1alpha1.NodeRow{}, rows[start:end]...)
 	return e
 }
 
 // Node explains the fate of one node; ok is false when the node was not
 // part of the attempt.
-func Node(a *record.Attempt, node string) (ans *NodeAnswer, ok bool) {
+func Node(a *record.Attempt, node string) (ans *v1alpha1.NodeAnswer, ok bool) {
 	l := build(a)
 	i, ok := l.byNode[node]
 	if !ok {
@@ -236,12 +157,12 @@ func Node(a *record.Attempt, node string) (ans *NodeAnswer, ok bool) {
 		if !found {
 			return nil, false
 		}
-		return &NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode,
-			Row: NodeRow{Node: node, Group: -1, Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: g.NotEvaluatedReason},
+		return &v1alpha1.NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode,
+			Row: v1alpha1.NodeRow{Node: node, Group: -1, Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: g.NotEvaluatedReason},
 			Why: fmt.Sprintf("node %s was not evaluated: %s", node, g.NotEvaluatedReason)}, true
 	}
 	row := l.rows[i]
-	ans = &NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode, Row: row}
+	ans = &v1alpha1.NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode, Row: row}
 	switch {
 	case row.Chosen:
 		ans.Why = fmt.Sprintf("node %s was chosen", node)

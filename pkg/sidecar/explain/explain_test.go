@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 )
@@ -22,7 +23,7 @@ func scheduled() *record.Attempt {
 		Scheduled("b").Obj()
 }
 
-func rowNames(rows []NodeRow) []string {
+func rowNames(rows []v1alpha1.NodeRow) []string {
 	var out []string
 	for _, r := range rows {
 		out = append(out, r.Node)
@@ -63,7 +64,7 @@ func TestExplainRowOrderAndPaging(t *testing.T) {
 
 func TestExplainGroupsAndColumns(t *testing.T) {
 	e := Explain(scheduled(), Options{Group: AllGroups})
-	wantGroups := []Group{
+	wantGroups := []v1alpha1.Group{
 		{Index: 0, Verdict: "passed", Nodes: 4, HasChosen: true},
 		{Index: 1, Verdict: "rejected", Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2},
 		{Index: 2, Verdict: "rejected", Plugin: "TaintToleration", Reasons: []string{"node(s) had untolerated taint {dedicated: infra}"}, Nodes: 1},
@@ -76,7 +77,7 @@ func TestExplainGroupsAndColumns(t *testing.T) {
 		t.Errorf("filter plugins (-want +got):\n%s", diff)
 	}
 	total := int64(90)
-	wantFirst := NodeRow{Node: "b", Group: 0, Chosen: true, Verdict: "passed", Rank: 1, Scores: []int64{50, 40}, Total: &total}
+	wantFirst := v1alpha1.NodeRow{Node: "b", Group: 0, Chosen: true, Verdict: "passed", Rank: 1, Scores: []int64{50, 40}, Total: &total}
 	if diff := cmp.Diff(wantFirst, e.Rows[0]); diff != "" {
 		t.Errorf("chosen row (-want +got):\n%s", diff)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -50,26 +51,6 @@ func DefaultOptions(url string) Options {
 	}
 }
 
-// Status is what the follower reports about itself.
-type Status struct {
-	// Cursor is the position stored last, with the total of lost records.
-	Cursor store.Cursor `json:"cursor"`
-	// Watching is true while a watch is open.
-	Watching bool `json:"watching"`
-	// Relists counts the relists after 410 Gone since the sidecar started.
-	Relists uint64 `json:"relists"`
-	// EpochChanges counts the epoch changes since the sidecar started.
-	EpochChanges uint64 `json:"epochChanges"`
-	// LastGap is the number of records lost in the latest gap.
-	LastGap   uint64    `json:"lastGap"`
-	LastGapAt time.Time `json:"lastGapAt,omitzero"`
-	// LastError is the latest error following the stream.
-	LastError   string    `json:"lastError,omitempty"`
-	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
-	// LastEventAt is when the stream last sent anything.
-	LastEventAt time.Time `json:"lastEventAt,omitzero"`
-}
-
 // Follower follows a record stream into a store.
 type Follower struct {
 	opts    Options
@@ -77,7 +58,7 @@ type Follower struct {
 	metrics *metrics.Metrics
 
 	mu     sync.Mutex
-	status Status
+	status v1alpha1.FollowerStatus
 }
 
 // New returns a follower; m may be nil.
@@ -105,13 +86,13 @@ func New(opts Options, w store.Writer, m *metrics.Metrics) (*Follower, error) {
 }
 
 // Status returns the follower's status.
-func (f *Follower) Status() Status {
+func (f *Follower) Status() v1alpha1.FollowerStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.status
 }
 
-func (f *Follower) update(fn func(s *Status)) {
+func (f *Follower) update(fn func(s *v1alpha1.FollowerStatus)) {
 	f.mu.Lock()
 	fn(&f.status)
 	f.mu.Unlock()
@@ -125,7 +106,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the stored cursor: %w", err)
 	}
-	f.update(func(s *Status) { s.Cursor = cur })
+	f.update(func(s *v1alpha1.FollowerStatus) { s.Cursor = cur })
 	logger.V(2).Info("Following the record stream", "epoch", cur.Epoch, "seq", cur.Seq)
 	backoff := f.opts.Backoff
 	for {
@@ -140,7 +121,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			continue
 		}
 		logger.Error(err, "Following the record stream", "epoch", cur.Epoch, "seq", cur.Seq)
-		f.update(func(s *Status) { s.LastError, s.LastErrorAt, s.Watching = err.Error(), time.Now(), false })
+		f.update(func(s *v1alpha1.FollowerStatus) {
+			s.LastError, s.LastErrorAt, s.Watching = err.Error(), time.Now(), false
+		})
 		t := time.NewTimer(backoff.Step())
 		select {
 		case <-ctx.Done():
@@ -157,7 +140,7 @@ var errGone = errors.New("gone")
 // session lists, then watches until the stream ends badly or asks for a
 // relist. It returns whether anything was read, and nil when a relist
 // should follow right away.
-func (f *Follower) session(ctx context.Context, cur *store.Cursor) (progressed bool, err error) {
+func (f *Follower) session(ctx context.Context, cur *v1alpha1.Cursor) (progressed bool, err error) {
 	if err := f.list(ctx, cur); err != nil {
 		return false, err
 	}
@@ -174,7 +157,7 @@ func (f *Follower) session(ctx context.Context, cur *store.Cursor) (progressed b
 	}
 }
 
-func (f *Follower) url(cur *store.Cursor, watch bool) string {
+func (f *Follower) url(cur *v1alpha1.Cursor, watch bool) string {
 	u, _ := url.Parse(f.opts.URL)
 	q := u.Query()
 	if cur.Epoch != "" || watch {
@@ -193,7 +176,7 @@ func (f *Follower) url(cur *store.Cursor, watch bool) string {
 	return u.String()
 }
 
-func (f *Follower) get(ctx context.Context, watch bool, cur *store.Cursor) (*http.Response, error) {
+func (f *Follower) get(ctx context.Context, watch bool, cur *v1alpha1.Cursor) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(cur, watch), nil)
 	if err != nil {
 		return nil, err
@@ -211,7 +194,7 @@ func (f *Follower) get(ctx context.Context, watch bool, cur *store.Cursor) (*htt
 // scheduler drops records faster than a list can fetch them.
 const maxGoneRetries = 10
 
-func (f *Follower) list(ctx context.Context, cur *store.Cursor) error {
+func (f *Follower) list(ctx context.Context, cur *v1alpha1.Cursor) error {
 	for range maxGoneRetries {
 		// A list may be long, but must not stall: it is abandoned when
 		// nothing arrives for IdleTimeout.
@@ -295,7 +278,7 @@ func (e *epochChange) Error() string { return fmt.Sprintf("the stream is now in 
 
 // ingestList stores the records of a list response as they are decoded, a
 // batch at a time. It returns the list's epoch if it is not the cursor's.
-func (f *Follower) ingestList(ctx context.Context, cur *store.Cursor, body io.Reader) (newEpoch string, err error) {
+func (f *Follower) ingestList(ctx context.Context, cur *v1alpha1.Cursor, body io.Reader) (newEpoch string, err error) {
 	batch := make([]store.Record, 0, f.opts.MaxBatch)
 	checked := false
 	check := func(epoch string, first *record.Attempt) error {
@@ -364,10 +347,10 @@ func responseError(resp *http.Response) error {
 
 // gone handles a 410 Gone: a new epoch starts over; in the same epoch the
 // records between the cursor and the oldest buffered one are lost.
-func (f *Follower) gone(ctx context.Context, cur *store.Cursor, g *stream.Gone) error {
+func (f *Follower) gone(ctx context.Context, cur *v1alpha1.Cursor, g *stream.Gone) error {
 	logger := klog.FromContext(ctx)
 	f.metrics.Relists.Inc()
-	f.update(func(s *Status) { s.Relists++ })
+	f.update(func(s *v1alpha1.FollowerStatus) { s.Relists++ })
 	if cur.Epoch != "" && g.Epoch != cur.Epoch {
 		return f.epochChanged(ctx, cur, g.Epoch)
 	}
@@ -382,37 +365,37 @@ func (f *Follower) gone(ctx context.Context, cur *store.Cursor, g *stream.Gone) 
 		logger.Info("Records lost: the scheduler dropped them before they were read", "epoch", cur.Epoch, "after", cur.Seq, "lost", gap)
 		cur.Lost += gap
 		f.metrics.RecordsLost.Add(float64(gap))
-		f.update(func(s *Status) { s.LastGap, s.LastGapAt = gap, time.Now() })
+		f.update(func(s *v1alpha1.FollowerStatus) { s.LastGap, s.LastGapAt = gap, time.Now() })
 	}
 	cur.Epoch, cur.Seq = g.Epoch, g.Oldest-1
 	return f.persist(ctx, cur, nil)
 }
 
-func (f *Follower) epochChanged(ctx context.Context, cur *store.Cursor, epoch string) error {
+func (f *Follower) epochChanged(ctx context.Context, cur *v1alpha1.Cursor, epoch string) error {
 	klog.FromContext(ctx).Info("The record stream's epoch changed; starting over", "from", cur.Epoch, "to", epoch, "seq", cur.Seq)
 	f.metrics.EpochChanges.Inc()
-	f.update(func(s *Status) { s.EpochChanges++ })
-	*cur = store.Cursor{Epoch: epoch, Lost: cur.Lost}
+	f.update(func(s *v1alpha1.FollowerStatus) { s.EpochChanges++ })
+	*cur = v1alpha1.Cursor{Epoch: epoch, Lost: cur.Lost}
 	return f.persist(ctx, cur, nil)
 }
 
-func (f *Follower) persist(ctx context.Context, cur *store.Cursor, items []store.Record) error {
+func (f *Follower) persist(ctx context.Context, cur *v1alpha1.Cursor, items []store.Record) error {
 	if err := f.store.Append(ctx, *cur, items); err != nil {
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageStore).Inc()
 		return &storeError{fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)}
 	}
 	f.metrics.RecordsReceived.Add(float64(len(items)))
 	c := *cur
-	f.update(func(s *Status) { s.Cursor = c })
+	f.update(func(s *v1alpha1.FollowerStatus) { s.Cursor = c })
 	return nil
 }
 
 func (f *Follower) touch() {
-	f.update(func(s *Status) { s.LastEventAt = time.Now() })
+	f.update(func(s *v1alpha1.FollowerStatus) { s.LastEventAt = time.Now() })
 }
 
 // ingest stores items that follow the cursor, in batches.
-func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []store.Record) error {
+func (f *Follower) ingest(ctx context.Context, cur *v1alpha1.Cursor, items []store.Record) error {
 	batch := make([]store.Record, 0, min(len(items), f.opts.MaxBatch))
 	next := *cur
 	for _, r := range items {
@@ -424,7 +407,7 @@ func (f *Follower) ingest(ctx context.Context, cur *store.Cursor, items []store.
 			klog.FromContext(ctx).Info("Records lost: the stream skipped sequences", "epoch", next.Epoch, "after", next.Seq, "lost", gap)
 			next.Lost += gap
 			f.metrics.RecordsLost.Add(float64(gap))
-			f.update(func(s *Status) { s.LastGap, s.LastGapAt = gap, time.Now() })
+			f.update(func(s *v1alpha1.FollowerStatus) { s.LastGap, s.LastGapAt = gap, time.Now() })
 		}
 		next.Seq = a.Seq
 		batch = append(batch, r)
@@ -453,7 +436,7 @@ type decoded struct {
 	malformed bool
 }
 
-func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
+func (f *Follower) watch(ctx context.Context, cur *v1alpha1.Cursor) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	resp, err := f.get(ctx, true, cur)
@@ -477,8 +460,8 @@ func (f *Follower) watch(ctx context.Context, cur *store.Cursor) error {
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
 		return responseError(resp)
 	}
-	f.update(func(s *Status) { s.Watching = true })
-	defer f.update(func(s *Status) { s.Watching = false })
+	f.update(func(s *v1alpha1.FollowerStatus) { s.Watching = true })
+	defer f.update(func(s *v1alpha1.FollowerStatus) { s.Watching = false })
 	f.touch()
 
 	// Decoding a large record takes milliseconds: lines are decoded on

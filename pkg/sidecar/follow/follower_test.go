@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -124,9 +125,9 @@ func openStore(t *testing.T, path string) *sqlite.Store {
 	return s
 }
 
-func waitCursor(t *testing.T, s store.Reader, want store.Cursor) {
+func waitCursor(t *testing.T, s store.Reader, want v1alpha1.Cursor) {
 	t.Helper()
-	var got store.Cursor
+	var got v1alpha1.Cursor
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
 		got, err = s.Cursor(ctx)
@@ -179,7 +180,7 @@ func TestListThenWatchInOrder(t *testing.T) {
 	sched.add(3)
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	r := follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 3})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 3})
 
 	// Everything after the list comes through the watch.
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
@@ -189,7 +190,7 @@ func TestListThenWatchInOrder(t *testing.T) {
 		t.Fatal("the follower never opened a watch")
 	}
 	sched.add(20)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 23})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 23})
 	if diff := cmp.Diff(seqRange(1, 23), storedSeqs(t, st)); diff != "" {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}
@@ -206,7 +207,7 @@ func TestRelistCountsExactGap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	st := openStore(t, path)
 	r := follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 3})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 3})
 	r.stop()
 
 	// While the sidecar is away the 5-record buffer overflows: records
@@ -214,7 +215,7 @@ func TestRelistCountsExactGap(t *testing.T) {
 	sched.add(20)
 	r = follow(t, sched.url(), st, nil)
 	const lost = 19 - 3 - 1
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 23, Lost: lost})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 23, Lost: lost})
 	if diff := cmp.Diff(append(seqRange(1, 3), seqRange(19, 23)...), storedSeqs(t, st)); diff != "" {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}
@@ -260,7 +261,7 @@ type gatedStore struct {
 func (g *gatedStore) close() { g.mu.Lock(); g.gate = make(chan struct{}); g.mu.Unlock() }
 func (g *gatedStore) open()  { g.mu.Lock(); close(g.gate); g.gate = nil; g.mu.Unlock() }
 
-func (g *gatedStore) Append(ctx context.Context, c store.Cursor, as []store.Record) error {
+func (g *gatedStore) Append(ctx context.Context, c v1alpha1.Cursor, as []store.Record) error {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -276,7 +277,7 @@ func TestWatcherFallingBehindLosesExactlyWhatItMissed(t *testing.T) {
 	gs := &gatedStore{Writer: st}
 	r := follow(t, sched.url(), gs, func(o *Options) { o.MaxBatch = 1 })
 	sched.add(1)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 1})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 1})
 
 	// The sidecar stalls on its store while the scheduler writes records
 	// too big for the connection to absorb: the server's writer blocks,
@@ -291,7 +292,7 @@ func TestWatcherFallingBehindLosesExactlyWhatItMissed(t *testing.T) {
 	}
 	gs.open()
 
-	var c store.Cursor
+	var c v1alpha1.Cursor
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
 		c, err = st.Cursor(ctx)
@@ -322,14 +323,14 @@ func TestEpochChangeStartsOverWithoutGap(t *testing.T) {
 	sched.add(10)
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	r := follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 10})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 10})
 
 	// The scheduler restarts: a new epoch whose sequences start again at 1
 	// (behind the follower's 10, so a client that ignored the epoch would
 	// be lost).
 	sched.restart(100, "e2")
 	sched.add(3)
-	waitCursor(t, st, store.Cursor{Epoch: "e2", Seq: 3})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e2", Seq: 3})
 	if got := testutil.ToFloat64(r.metrics.EpochChanges); got != 1 {
 		t.Errorf("epoch changes %v, want 1", got)
 	}
@@ -367,7 +368,7 @@ func TestReconnectsAfterOutage(t *testing.T) {
 	}
 	sched.up()
 	sched.add(2)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 4})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 4})
 	if diff := cmp.Diff(seqRange(1, 4), storedSeqs(t, st)); diff != "" {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}
@@ -379,7 +380,7 @@ func TestSidecarRestartLosesNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	st := openStore(t, path)
 	r := follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 5})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 5})
 	r.stop()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -388,7 +389,7 @@ func TestSidecarRestartLosesNothing(t *testing.T) {
 	sched.add(5)
 	st = openStore(t, path)
 	r = follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 10})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 10})
 	if diff := cmp.Diff(seqRange(1, 10), storedSeqs(t, st)); diff != "" {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}
@@ -426,7 +427,7 @@ type countingStore struct {
 	batches []int
 }
 
-func (c *countingStore) Append(ctx context.Context, cur store.Cursor, as []store.Record) error {
+func (c *countingStore) Append(ctx context.Context, cur v1alpha1.Cursor, as []store.Record) error {
 	c.mu.Lock()
 	c.batches = append(c.batches, len(as))
 	c.mu.Unlock()
@@ -439,7 +440,7 @@ func TestListIsStoredInBatches(t *testing.T) {
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	cs := &countingStore{Writer: st}
 	follow(t, sched.url(), cs, func(o *Options) { o.MaxBatch = 8 })
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 100})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 100})
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	total := 0
@@ -476,7 +477,7 @@ func TestStalledListIsAbandoned(t *testing.T) {
 	sched.handler.Store(&h)
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	r := follow(t, sched.url(), st, func(o *Options) { o.IdleTimeout = 200 * time.Millisecond })
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 2})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 2})
 	if s := r.f.Status(); !strings.Contains(s.LastError, "the list stalled") {
 		t.Errorf("last error %q, want the abandoned list", s.LastError)
 	}
@@ -487,7 +488,7 @@ func TestFirstContactAfterWrapCountsNothing(t *testing.T) {
 	sched.add(12) // 8..12 remain
 	st := openStore(t, filepath.Join(t.TempDir(), "db"))
 	r := follow(t, sched.url(), st, nil)
-	waitCursor(t, st, store.Cursor{Epoch: "e1", Seq: 12})
+	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: 12})
 	if diff := cmp.Diff(seqRange(8, 12), storedSeqs(t, st)); diff != "" {
 		t.Errorf("stored sequences (-want +got):\n%s", diff)
 	}

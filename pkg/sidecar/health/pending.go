@@ -1,17 +1,16 @@
 package health
 
 import (
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
 // StillPending returns a check that a pod the store lists as pending still
 // waits in the cluster: it exists with the same UID and has no node. Until
 // the pod informer has synced every pod counts as still pending.
-func StillPending(pods coreinformers.PodInformer) func(store.PodStatus) bool {
+func StillPending(pods coreinformers.PodInformer) func(v1alpha1.PodStatus) bool {
 	informer, lister := pods.Informer(), pods.Lister()
-	return func(p store.PodStatus) bool {
+	return func(p v1alpha1.PodStatus) bool {
 		if !informer.HasSynced() {
 			return true
 		}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
 func TestStillPending(t *testing.T) {
@@ -36,7 +36,7 @@ func TestStillPending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := check(store.PodStatus{Pod: record.PodRef{Namespace: "ns", Name: tt.pod, UID: tt.uid}})
+			got := check(v1alpha1.PodStatus{Pod: record.PodRef{Namespace: "ns", Name: tt.pod, UID: tt.uid}})
 			if got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}

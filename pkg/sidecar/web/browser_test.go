@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
@@ -34,7 +35,7 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 	for i, a := range records {
 		a.Seq = uint64(i + 1)
 	}
-	if err := st.Append(context.Background(), store.Cursor{Epoch: "e1", Seq: uint64(len(records))}, store.Records(records...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: uint64(len(records))}, store.Records(records...)); err != nil {
 		t.Fatal(err)
 	}
 	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
@@ -48,7 +49,7 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(api.Prefix, apiHandler)
+	mux.Handle(v1alpha1.Prefix, apiHandler)
 	mux.Handle("/", Handler(Config{TraceURL: "http://jaeger.example:16686"}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

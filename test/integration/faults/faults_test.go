@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -128,13 +128,13 @@ func waitCaughtUp(t *testing.T, sc *framework.Sidecar, epoch string, seq uint64)
 // storedPods returns the pods of namespace ns the sidecar holds records
 // of, by name, checking that each has exactly one record: a first
 // attempt that scheduled it.
-func storedPods(t *testing.T, sc *framework.Sidecar, ns string) map[string]store.PodStatus {
+func storedPods(t *testing.T, sc *framework.Sidecar, ns string) map[string]v1alpha1.PodStatus {
 	t.Helper()
 	pods, err := sc.Pods(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(map[string]store.PodStatus, len(pods))
+	out := make(map[string]v1alpha1.PodStatus, len(pods))
 	for _, p := range pods {
 		if p.Latest.Result != record.ResultScheduled || p.Latest.Attempt != 1 {
 			t.Errorf("%s: pod %s: latest record is attempt %d, %s (%s at %s), want attempt 1, scheduled", sc.Name, p.Pod.Name, p.Latest.Attempt, p.Latest.Result, p.Latest.Message, p.Latest.FailedPoint)

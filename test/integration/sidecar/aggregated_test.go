@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -84,7 +84,7 @@ func TestAggregatedAPI(t *testing.T) {
 	if err := cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "agg-viewer", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, body, err := framework.GetAs(cp.Config.Host+api.Prefix+"namespaces/agg-a/pods/mine/explain", framework.ViewerToken)
+	code, body, err := framework.GetAs(cp.Config.Host+v1alpha1.Prefix+"namespaces/agg-a/pods/mine/explain", framework.ViewerToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,11 @@ func registerAPIService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := api.Version + "." + api.Group
+	name := v1alpha1.Version + "." + v1alpha1.GroupName
 	if _, err := client.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: apiregistrationv1.APIServiceSpec{
-			Group: api.Group, Version: api.Version,
+			Group: v1alpha1.GroupName, Version: v1alpha1.Version,
 			Service:               &apiregistrationv1.ServiceReference{Namespace: "schedscope", Name: "schedscope-sidecar", Port: ptr.To(int32(port))},
 			InsecureSkipTLSVerify: true, GroupPriorityMinimum: 100, VersionPriority: 100,
 		},

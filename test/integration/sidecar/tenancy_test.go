@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -58,7 +58,7 @@ func TestNoCrossTenantLeak(t *testing.T) {
 	waitForExplanation(t, "tenant-x", "preemptor", "scheduled")
 
 	secrets := []string{"tenant-y", "secret-db", "secret-cache"}
-	base := sidecar.URL + api.Prefix
+	base := sidecar.URL + v1alpha1.Prefix
 	for _, path := range []string{
 		"namespaces/tenant-x/pods/preemptor/explain?attempt=1",
 		"namespaces/tenant-x/pods/preemptor/explain",

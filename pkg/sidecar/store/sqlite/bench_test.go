@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -41,7 +42,7 @@ func BenchmarkAppend(b *testing.B) {
 					a.Pod.UID = fmt.Sprintf("uid-%d", seq)
 					items = append(items, &a)
 				}
-				if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: seq}, store.Records(items...)); err != nil {
+				if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: seq}, store.Records(items...)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
@@ -121,17 +122,17 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 func (s *Store) Close() error { return s.db.Close() }
 
 // Cursor implements store.Writer.
-func (s *Store) Cursor(ctx context.Context) (store.Cursor, error) {
+func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?, ?)`, metaEpoch, metaSeq, metaLost)
 	if err != nil {
-		return store.Cursor{}, fmt.Errorf("reading cursor: %w", err)
+		return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
 	}
 	defer rows.Close()
-	var c store.Cursor
+	var c v1alpha1.Cursor
 	for rows.Next() {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
-			return store.Cursor{}, fmt.Errorf("reading cursor: %w", err)
+			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
 		}
 		switch k {
 		case metaEpoch:
@@ -142,14 +143,14 @@ func (s *Store) Cursor(ctx context.Context) (store.Cursor, error) {
 			c.Lost, err = strconv.ParseUint(v, 10, 64)
 		}
 		if err != nil {
-			return store.Cursor{}, fmt.Errorf("reading cursor %s=%q: %w", k, v, err)
+			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor %s=%q: %w", k, v, err)
 		}
 	}
 	return c, rows.Err()
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor store.Cursor, records []store.Record) (err error) {
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) (err error) {
 	// Encode outside the lock and the transaction: it is the expensive part.
 	type row struct {
 		a        *record.Attempt
@@ -299,7 +300,7 @@ func podWhere(pod store.PodSelector) (string, []any, error) {
 }
 
 // Attempts implements store.Reader.
-func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) ([]store.AttemptSummary, error) {
+func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) ([]v1alpha1.AttemptSummary, error) {
 	where, args, err := podWhere(pod)
 	if err != nil {
 		return nil, err
@@ -314,13 +315,13 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 		return nil, fmt.Errorf("listing attempts: %w", err)
 	}
 	defer rows.Close()
-	var out []store.AttemptSummary
+	var out []v1alpha1.AttemptSummary
 	for rows.Next() {
 		var summary string
 		if err := rows.Scan(&summary); err != nil {
 			return nil, fmt.Errorf("listing attempts: %w", err)
 		}
-		var sum store.AttemptSummary
+		var sum v1alpha1.AttemptSummary
 		if err := json.Unmarshal([]byte(summary), &sum); err != nil {
 			return nil, fmt.Errorf("decoding attempt summary: %w", err)
 		}
@@ -366,7 +367,7 @@ func inNamespaces(column string, namespaces []string) (string, []any) {
 }
 
 // Pods implements store.Reader.
-func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]store.PodStatus, error) {
+func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1.PodStatus, error) {
 	q := `SELECT p.first_seen, a.summary FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE 1`
 	var args []any
 	if opts.PendingOnly {
@@ -386,14 +387,14 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]store.Po
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	defer rows.Close()
-	out := []store.PodStatus{}
+	out := []v1alpha1.PodStatus{}
 	for rows.Next() {
 		var firstSeen int64
 		var summary string
 		if err := rows.Scan(&firstSeen, &summary); err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
-		var p store.PodStatus
+		var p v1alpha1.PodStatus
 		if err := json.Unmarshal([]byte(summary), &p.Latest); err != nil {
 			return nil, fmt.Errorf("decoding attempt summary: %w", err)
 		}
@@ -424,7 +425,7 @@ func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
 }
 
 // Rejections implements store.Reader.
-func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]store.RejectionCount, error) {
+func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1alpha1.RejectionCount, error) {
 	where := ` WHERE 1`
 	var args []any
 	if !rq.Since.IsZero() {
@@ -443,13 +444,13 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 		return nil, fmt.Errorf("a step needs a window: since %v, until %v", rq.Since, rq.Until)
 	}
 	buckets := rq.Buckets()
-	counts := map[string]*store.RejectionCount{}
-	get := func(key string) *store.RejectionCount {
+	counts := map[string]*v1alpha1.RejectionCount{}
+	get := func(key string) *v1alpha1.RejectionCount {
 		c := counts[key]
 		if c == nil {
-			c = &store.RejectionCount{Key: key}
+			c = &v1alpha1.RejectionCount{Key: key}
 			if buckets > 0 {
-				c.Series = make([]store.RejectionBucket, buckets)
+				c.Series = make([]v1alpha1.RejectionBucket, buckets)
 				for i := range c.Series {
 					c.Series[i].Start = rq.Since.Add(time.Duration(i) * rq.Step).UTC()
 				}
@@ -465,7 +466,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 		return min(int((finished-rq.Since.UnixNano())/int64(rq.Step)), buckets-1)
 	}
 	switch rq.By {
-	case store.ByPlugin:
+	case v1alpha1.ByPlugin:
 		rows, err := s.db.QueryContext(ctx, `SELECT plugin, attempt_id, finished, nodes FROM rejections`+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("counting rejections: %w", err)
@@ -489,7 +490,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-	case store.ByNode:
+	case v1alpha1.ByNode:
 		rows, err := s.db.QueryContext(ctx, `SELECT plugin, finished, node_names FROM rejections`+where, args...)
 		if err != nil {
 			return nil, fmt.Errorf("counting rejections: %w", err)
@@ -528,7 +529,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 	default:
 		return nil, fmt.Errorf("unknown grouping %q", rq.By)
 	}
-	out := make([]store.RejectionCount, 0, len(counts))
+	out := make([]v1alpha1.RejectionCount, 0, len(counts))
 	for _, c := range counts {
 		out = append(out, *c)
 	}
@@ -545,8 +546,8 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]stor
 }
 
 // Stats implements store.Reader.
-func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
-	var st store.Stats
+func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
+	var st v1alpha1.StoreStats
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM attempts`).Scan(&st.Attempts, &st.Bytes); err != nil {
 		return st, fmt.Errorf("reading stats: %w", err)
 	}

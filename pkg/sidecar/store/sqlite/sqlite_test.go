@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -57,7 +58,7 @@ func fixture() []*record.Attempt {
 func TestAttempts(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -95,7 +96,7 @@ func TestAttempt(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
 	in := fixture()
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(in...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(in...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -127,7 +128,7 @@ func TestAttempt(t *testing.T) {
 func TestPods(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -160,7 +161,7 @@ func TestPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantReasons := []store.RejectionSummary{{Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2}}
+	wantReasons := []v1alpha1.RejectionSummary{{Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2}}
 	if diff := cmp.Diff(wantReasons, pending[0].Latest.Reasons); diff != "" {
 		t.Errorf("latest reasons of b/p2 (-want +got):\n%s", diff)
 	}
@@ -179,18 +180,18 @@ func TestPods(t *testing.T) {
 func TestRejections(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name string
 		q    store.RejectionQuery
-		want []store.RejectionCount
+		want []v1alpha1.RejectionCount
 	}{
 		{
 			name: "by plugin",
-			q:    store.RejectionQuery{By: store.ByPlugin},
-			want: []store.RejectionCount{
+			q:    store.RejectionQuery{By: v1alpha1.ByPlugin},
+			want: []v1alpha1.RejectionCount{
 				{Key: "NodeResourcesFit", Attempts: 2, Nodes: 3},
 				{Key: "TaintToleration", Attempts: 2, Nodes: 3},
 				{Key: "NodeAffinity", Attempts: 1, Nodes: 2},
@@ -198,27 +199,27 @@ func TestRejections(t *testing.T) {
 		},
 		{
 			name: "by plugin since",
-			q:    store.RejectionQuery{By: store.ByPlugin, Since: recordtest.Base.Add(3 * time.Second)},
-			want: []store.RejectionCount{
+			q:    store.RejectionQuery{By: v1alpha1.ByPlugin, Since: recordtest.Base.Add(3 * time.Second)},
+			want: []v1alpha1.RejectionCount{
 				{Key: "NodeAffinity", Attempts: 1, Nodes: 2},
 				{Key: "NodeResourcesFit", Attempts: 1, Nodes: 2},
 			},
 		},
 		{
 			name: "by node in namespace b",
-			q:    store.RejectionQuery{By: store.ByNode, Namespaces: []string{"b"}},
-			want: []store.RejectionCount{
+			q:    store.RejectionQuery{By: v1alpha1.ByNode, Namespaces: []string{"b"}},
+			want: []v1alpha1.RejectionCount{
 				{Key: "n1", Attempts: 2, Nodes: 2, Plugins: map[string]int64{"NodeResourcesFit": 2}},
 				{Key: "n2", Attempts: 2, Nodes: 2, Plugins: map[string]int64{"NodeResourcesFit": 1, "TaintToleration": 1}},
 			},
 		},
 		{
 			name: "by node, series",
-			q:    store.RejectionQuery{By: store.ByNode, Since: recordtest.Base, Until: recordtest.Base.Add(4 * time.Second), Step: 2 * time.Second, Limit: 1},
-			want: []store.RejectionCount{
+			q:    store.RejectionQuery{By: v1alpha1.ByNode, Since: recordtest.Base, Until: recordtest.Base.Add(4 * time.Second), Step: 2 * time.Second, Limit: 1},
+			want: []v1alpha1.RejectionCount{
 				// n1 was rejected by TaintToleration at 0s and by NodeResourcesFit at 1s
 				// and 3s (n2 as often, and comes second by name).
-				{Key: "n1", Attempts: 3, Nodes: 3, Plugins: map[string]int64{"NodeResourcesFit": 2, "TaintToleration": 1}, Series: []store.RejectionBucket{
+				{Key: "n1", Attempts: 3, Nodes: 3, Plugins: map[string]int64{"NodeResourcesFit": 2, "TaintToleration": 1}, Series: []v1alpha1.RejectionBucket{
 					{Start: recordtest.Base, Attempts: 2, Nodes: 2},
 					{Start: recordtest.Base.Add(2 * time.Second), Attempts: 1, Nodes: 1},
 				}},
@@ -226,8 +227,8 @@ func TestRejections(t *testing.T) {
 		},
 		{
 			name: "by node, limit",
-			q:    store.RejectionQuery{By: store.ByNode, Until: recordtest.Base.Add(500 * time.Millisecond), Limit: 1},
-			want: []store.RejectionCount{
+			q:    store.RejectionQuery{By: v1alpha1.ByNode, Until: recordtest.Base.Add(500 * time.Millisecond), Limit: 1},
+			want: []v1alpha1.RejectionCount{
 				{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"TaintToleration": 1}},
 			},
 		},
@@ -248,10 +249,10 @@ func TestRejections(t *testing.T) {
 func TestCursorAndRecordsSurviveReopen(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t, store.Retention{})
-	if c, err := s.Cursor(ctx); err != nil || c != (store.Cursor{}) {
+	if c, err := s.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{}) {
 		t.Fatalf("new store cursor %+v, %v; want zero", c, err)
 	}
-	want := store.Cursor{Epoch: "e1", Seq: 5, Lost: 42}
+	want := v1alpha1.Cursor{Epoch: "e1", Seq: 5, Lost: 42}
 	if err := s.Append(ctx, want, store.Records(fixture()...)); err != nil {
 		t.Fatal(err)
 	}
@@ -286,11 +287,11 @@ func TestAppendIgnoresStoredRecords(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t, store.Retention{})
 	in := fixture()
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 3}, store.Records(in[:3]...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(in[:3]...)); err != nil {
 		t.Fatal(err)
 	}
 	// A replay overlapping what is stored must not duplicate anything.
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(in[1:]...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(in[1:]...)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -301,7 +302,7 @@ func TestAppendIgnoresStoredRecords(t *testing.T) {
 		t.Errorf("stored %d attempts, want 5", st.Attempts)
 	}
 	// The same sequence in another epoch is another record.
-	if err := s.Append(ctx, store.Cursor{Epoch: "e2", Seq: 1}, store.Records(seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, store.Records(seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)...)); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.Stats(ctx); st.Attempts != 6 {
@@ -352,7 +353,7 @@ func TestPrune(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openTest(t, tt.retention)
-			if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
+			if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
 				t.Fatal(err)
 			}
 			removed, err := s.Prune(ctx, tt.now)
@@ -387,7 +388,7 @@ func TestPrune(t *testing.T) {
 			if diff := cmp.Diff(tt.wantPods, names); diff != "" {
 				t.Errorf("kept pods (-want +got):\n%s", diff)
 			}
-			rej, err := s.Rejections(ctx, store.RejectionQuery{By: store.ByPlugin})
+			rej, err := s.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -411,7 +412,7 @@ func TestLargeAttemptIsCompact(t *testing.T) {
 	s, _ := openTest(t, store.Retention{})
 	a := recordtest.Large(1, 5000)
 	a.Seq = 1
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -447,7 +448,7 @@ func TestAppendStoresTheSchedulersJSON(t *testing.T) {
 	// decoded without its scores.
 	partial := *full
 	partial.Scores = nil
-	if err := s.Append(ctx, store.Cursor{Epoch: "e1", Seq: 1}, []store.Record{{Attempt: &partial, JSON: raw}}); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, []store.Record{{Attempt: &partial, JSON: raw}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Attempt(ctx, store.PodSelector{UID: "uid"}, 0)
@@ -457,7 +458,7 @@ func TestAppendStoresTheSchedulersJSON(t *testing.T) {
 	if diff := cmp.Diff(full, got); diff != "" {
 		t.Errorf("stored record (-want +got):\n%s", diff)
 	}
-	rej, err := s.Rejections(ctx, store.RejectionQuery{By: store.ByNode})
+	rej, err := s.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByNode})
 	if err != nil {
 		t.Fatal(err)
 	}

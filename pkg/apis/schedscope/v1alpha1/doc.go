@@ -1,0 +1,41 @@
+// Package v1alpha1 is the explain API's contract: its paths, the types of
+// its answers and the bounds of its parameters. The sidecar serves it, the
+// kubectl plugin and the web page read it; errors are metav1.Status, as the
+// kube-apiserver's are.
+package v1alpha1
+
+import "time"
+
+// GroupName and Version name the API. The kube-apiserver can serve it as an
+// aggregated API (an APIService for Version.GroupName), so the same paths
+// work through the apiserver, with the caller's identity, and on the
+// sidecar's own port.
+const (
+	GroupName = "schedscope.io"
+	Version   = "v1alpha1"
+)
+
+// Prefix is where the API is served.
+const Prefix = "/apis/" + GroupName + "/" + Version + "/"
+
+// Bounds of the limit parameters.
+const (
+	DefaultLimit    = 100
+	MaxLimit        = 10000
+	MaxRejectionAge = 366 * 24 * time.Hour
+	// MaxBuckets bounds the time series of the rejections endpoint.
+	MaxBuckets = 1000
+)
+
+// Query parameters.
+const (
+	ParamLimit   = "limit"
+	ParamOffset  = "offset"
+	ParamAttempt = "attempt"
+	ParamNode    = "node"
+	ParamGroup   = "group"
+	ParamBy      = "by"
+	ParamSince   = "since"
+	ParamUntil   = "until"
+	ParamStep    = "step"
+)

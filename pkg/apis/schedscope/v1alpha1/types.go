@@ -1,0 +1,227 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// Cursor is the follower's position in the scheduler's record stream. It is
+// stored together with the records it covers, so that a restart resumes
+// exactly where the last stored record left off.
+type Cursor struct {
+	// Epoch is the stream epoch Seq belongs to; empty before the first list.
+	Epoch string `json:"epoch"`
+	// Seq is the sequence of the last record stored (or skipped as lost).
+	Seq uint64 `json:"seq"`
+	// Lost counts, over the life of the store, the records the follower
+	// knows it missed because the scheduler dropped them before they were
+	// read.
+	Lost uint64 `json:"lost"`
+}
+
+// AttemptSummary is one attempt without its per-node detail.
+type AttemptSummary struct {
+	Seq           uint64             `json:"seq"`
+	Epoch         string             `json:"epoch"`
+	Pod           record.PodRef      `json:"pod"`
+	Profile       string             `json:"profile"`
+	Attempt       int                `json:"attempt"`
+	Result        record.Result      `json:"result"`
+	Message       string             `json:"message,omitempty"`
+	FailedPoint   string             `json:"failedPoint,omitempty"`
+	SelectedNode  string             `json:"selectedNode,omitempty"`
+	NominatedNode string             `json:"nominatedNode,omitempty"`
+	TraceID       string             `json:"traceID,omitempty"`
+	Finished      time.Time          `json:"finished"`
+	Nodes         record.NodeCounts  `json:"nodes"`
+	Reasons       []RejectionSummary `json:"reasons,omitempty"`
+	// StoredBytes is the size of the stored record.
+	StoredBytes int `json:"storedBytes"`
+}
+
+// RejectionSummary says how many nodes one plugin rejected in an attempt.
+type RejectionSummary struct {
+	Plugin  string   `json:"plugin"`
+	Reasons []string `json:"reasons,omitempty"`
+	Nodes   int      `json:"nodes"`
+}
+
+// PodStatus is a pod as its latest attempt left it.
+type PodStatus struct {
+	Pod       record.PodRef `json:"pod"`
+	Profile   string        `json:"profile"`
+	FirstSeen time.Time     `json:"firstSeen"`
+	// Latest is the pod's latest attempt.
+	Latest AttemptSummary `json:"latest"`
+}
+
+// Pending reports whether the pod's latest attempt did not schedule it.
+func (p PodStatus) Pending() bool { return p.Latest.Result != record.ResultScheduled }
+
+// Rejection grouping keys.
+const (
+	ByPlugin = "plugin"
+	ByNode   = "node"
+)
+
+// RejectionCount is how often a plugin rejected nodes, or a node was rejected.
+type RejectionCount struct {
+	// Key is the plugin or the node name.
+	Key string `json:"key"`
+	// Attempts counts the attempts with at least one such rejection.
+	Attempts int64 `json:"attempts"`
+	// Nodes counts node rejections (a node rejected in two attempts counts twice).
+	Nodes int64 `json:"nodes"`
+	// Plugins counts, for a node, the rejections by each plugin.
+	Plugins map[string]int64 `json:"plugins,omitempty"`
+	// Series holds the counts in each bucket when the query has a Step.
+	Series []RejectionBucket `json:"series,omitempty"`
+}
+
+// RejectionBucket is the count of one key in one time bucket.
+type RejectionBucket struct {
+	Start    time.Time `json:"start"`
+	Attempts int64     `json:"attempts"`
+	Nodes    int64     `json:"nodes"`
+}
+
+// StoreStats describes a store's contents.
+type StoreStats struct {
+	Attempts int64 `json:"attempts"`
+	Pods     int64 `json:"pods"`
+	// Bytes is the size of the stored records.
+	Bytes int64 `json:"bytes"`
+}
+
+// FollowerStatus is what the sidecar's follower reports about itself.
+type FollowerStatus struct {
+	// Cursor is the position stored last, with the total of lost records.
+	Cursor Cursor `json:"cursor"`
+	// Watching is true while a watch is open.
+	Watching bool `json:"watching"`
+	// Relists counts the relists after 410 Gone since the sidecar started.
+	Relists uint64 `json:"relists"`
+	// EpochChanges counts the epoch changes since the sidecar started.
+	EpochChanges uint64 `json:"epochChanges"`
+	// LastGap is the number of records lost in the latest gap.
+	LastGap   uint64    `json:"lastGap"`
+	LastGapAt time.Time `json:"lastGapAt,omitzero"`
+	// LastError is the latest error following the stream.
+	LastError   string    `json:"lastError,omitempty"`
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	// LastEventAt is when the stream last sent anything.
+	LastEventAt time.Time `json:"lastEventAt,omitzero"`
+}
+
+// AttemptList is the response of the attempts endpoints.
+type AttemptList struct {
+	Items []AttemptSummary `json:"items"`
+}
+
+// PodList is the response of the pods and pending endpoints.
+type PodList struct {
+	// Restricted is true when the caller may not list pods cluster-wide:
+	// the result holds only the Namespaces in which it may.
+	Restricted bool        `json:"restricted,omitempty"`
+	Namespaces []string    `json:"namespaces,omitempty"`
+	Items      []PodStatus `json:"items"`
+}
+
+// RejectionList is the response of the rejections endpoint.
+type RejectionList struct {
+	By         string           `json:"by"`
+	Since      time.Time        `json:"since"`
+	Until      time.Time        `json:"until,omitzero"`
+	Step       string           `json:"step,omitempty"`
+	Restricted bool             `json:"restricted,omitempty"`
+	Namespaces []string         `json:"namespaces,omitempty"`
+	Items      []RejectionCount `json:"items"`
+}
+
+// Status is the response of the status endpoint.
+type Status struct {
+	Follower *FollowerStatus `json:"follower,omitempty"`
+	Store    StoreStats      `json:"store"`
+	TraceURL string          `json:"traceURL,omitempty"`
+}
+
+// Explanation is a scheduling attempt laid out for reading.
+type Explanation struct {
+	Pod           record.PodRef     `json:"pod"`
+	Profile       string            `json:"profile"`
+	Attempt       int               `json:"attempt"`
+	Seq           uint64            `json:"seq"`
+	Result        record.Result     `json:"result"`
+	Message       string            `json:"message,omitempty"`
+	FailedPoint   string            `json:"failedPoint,omitempty"`
+	SelectedNode  string            `json:"selectedNode,omitempty"`
+	NominatedNode string            `json:"nominatedNode,omitempty"`
+	TraceID       string            `json:"traceID,omitempty"`
+	Timing        record.Timing     `json:"timing"`
+	Points        []record.PointRun `json:"points,omitempty"`
+	Nodes         record.NodeCounts `json:"nodes"`
+
+	// FilterPlugins are the plugins that rejected at least one node.
+	FilterPlugins []string `json:"filterPlugins"`
+	// ScorePlugins are the columns of NodeRow.Scores.
+	ScorePlugins []record.ScorePlugin `json:"scorePlugins"`
+	// ScoringSkipped says why nodes were not scored, if they were not.
+	ScoringSkipped string `json:"scoringSkipped,omitempty"`
+	// Groups are the nodes grouped by identical verdict, in row order.
+	Groups []Group `json:"groups"`
+	// Details are what plugins said of the attempt as a whole; what they
+	// said of a node is in its row.
+	Details []record.PluginDetail `json:"details,omitempty"`
+	// DetailsCut counts the plugins' details the record did not keep.
+	DetailsCut int `json:"detailsCut,omitempty"`
+
+	// Rows is the requested page of nodes.
+	Rows []NodeRow `json:"rows"`
+	// TotalRows is the number of rows the page was taken from.
+	TotalRows int `json:"totalRows"`
+	Offset    int `json:"offset"`
+	Limit     int `json:"limit"`
+}
+
+// Group is a set of nodes with the same Filter verdict.
+type Group struct {
+	Index              int      `json:"index"`
+	Verdict            string   `json:"verdict"`
+	Plugin             string   `json:"plugin,omitempty"`
+	Reasons            []string `json:"reasons,omitempty"`
+	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
+	Nodes              int      `json:"nodes"`
+	// HasChosen is true for the group holding the chosen node.
+	HasChosen bool `json:"hasChosen,omitempty"`
+}
+
+// NodeRow is one node of the matrix.
+type NodeRow struct {
+	Node   string `json:"node"`
+	Group  int    `json:"group"`
+	Chosen bool   `json:"chosen,omitempty"`
+	// Verdict is the Filter verdict.
+	Verdict            string   `json:"verdict"`
+	Plugin             string   `json:"plugin,omitempty"`
+	Reasons            []string `json:"reasons,omitempty"`
+	NotEvaluatedReason string   `json:"notEvaluatedReason,omitempty"`
+	// Rank is the node's place by total score (1 is best); 0 if unscored.
+	Rank int `json:"rank,omitempty"`
+	// Scores are the weighted scores, one per ScorePlugin; nil if unscored.
+	Scores []int64 `json:"scores,omitempty"`
+	Total  *int64  `json:"total,omitempty"`
+	// Details are what plugins said of the node.
+	Details []record.PluginDetail `json:"details,omitempty"`
+}
+
+// NodeAnswer explains the fate of one node.
+type NodeAnswer struct {
+	Pod          record.PodRef `json:"pod"`
+	Attempt      int           `json:"attempt"`
+	Result       record.Result `json:"result"`
+	SelectedNode string        `json:"selectedNode,omitempty"`
+	Row          NodeRow       `json:"row"`
+	// Why is a sentence saying why the pod did (not) land on the node.
+	Why string `json:"why"`
+}
