@@ -1,5 +1,7 @@
-// Package stream keeps the latest decision records in a bounded buffer and
-// serves them over HTTP in the List-Watch style of the kube-apiserver.
+// Package stream owns the record stream's protocol, both sides: the server
+// keeps the latest decision records in a bounded buffer and serves them over
+// HTTP in the List-Watch style of the kube-apiserver; the client requests
+// lists and watches and decodes them.
 //
 // A list (GET /v1/records) returns the buffered records with their
 // monotonically increasing sequence numbers, the last sequence and the

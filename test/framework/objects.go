@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
@@ -38,18 +38,29 @@ func CreateNode(ctx context.Context, client kubernetes.Interface, node *v1.Node,
 	return nil
 }
 
-// ListRecords reads every buffered record from a record stream.
+// ListRecords reads every buffered record from a record stream, each
+// decoded whole (with its scores).
 func ListRecords(url string) (*stream.List, error) {
-	resp, err := http.Get(url)
+	c, err := stream.NewClient(url, nil)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	body, err := c.Open(context.Background(), stream.Request{})
+	if err != nil {
+		return nil, err
 	}
-	var l stream.List
-	return &l, json.NewDecoder(resp.Body).Decode(&l)
+	defer body.Close()
+	l := &stream.List{Items: []*record.Attempt{}}
+	h, err := stream.DecodeList(body, func(_ string, r stream.Record) error {
+		var a record.Attempt
+		if err := json.Unmarshal(r.JSON, &a); err != nil {
+			return fmt.Errorf("decoding record %d: %w", r.Attempt.Seq, err)
+		}
+		l.Items = append(l.Items, &a)
+		return nil
+	})
+	l.Epoch, l.Seq, l.Oldest = h.Epoch, h.Seq, h.Oldest
+	return l, err
 }
 
 // PauseImage is the image of test pods.

@@ -91,7 +91,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 	// schedscope-scheduler with its sidecar, started right after it: the
 	// sidecar's first list must still find the first record in the
 	// buffer, or the records before it count as lost. Bookmarks every
-	// second let framework.StreamHead read the stream's last sequence
+	// second let the stream client's Head read the stream's last sequence
 	// quickly.
 	scopeRun := createPods(t, client, "schedscope", scopeProfile)
 	scopeRun.started = time.Now()
@@ -151,7 +151,11 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 			evicted = counter(t, families, "schedscope_record_buffer_evicted_total")
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			seq, err := framework.StreamHead(ctx, scope.StreamURL, epoch)
+			c, err := stream.NewClient(scope.StreamURL, nil)
+			if err != nil {
+				return false, err
+			}
+			seq, err := c.Head(ctx, epoch)
 			if err != nil {
 				return false, err
 			}

@@ -2,15 +2,12 @@ package follow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
@@ -54,6 +51,7 @@ func DefaultOptions(url string) Options {
 // Follower follows a record stream into a store.
 type Follower struct {
 	opts    Options
+	client  *stream.Client
 	store   store.Writer
 	metrics *metrics.Metrics
 
@@ -63,15 +61,12 @@ type Follower struct {
 
 // New returns a follower; m may be nil.
 func New(opts Options, w store.Writer, m *metrics.Metrics) (*Follower, error) {
-	u, err := url.Parse(opts.URL)
-	if err != nil {
-		return nil, fmt.Errorf("stream URL %q: %w", opts.URL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("stream URL %q: scheme must be http or https", opts.URL)
-	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
+	}
+	client, err := stream.NewClient(opts.URL, opts.Client)
+	if err != nil {
+		return nil, err
 	}
 	if opts.MaxBatch < 1 {
 		opts.MaxBatch = 1
@@ -82,7 +77,7 @@ func New(opts Options, w store.Writer, m *metrics.Metrics) (*Follower, error) {
 	if m == nil {
 		m = metrics.NewMetrics(prometheus.NewRegistry())
 	}
-	return &Follower{opts: opts, store: w, metrics: m}, nil
+	return &Follower{opts: opts, client: client, store: w, metrics: m}, nil
 }
 
 // Status returns the follower's status.
@@ -157,36 +152,32 @@ func (f *Follower) session(ctx context.Context, cur *v1alpha1.Cursor) (progresse
 	}
 }
 
-func (f *Follower) url(cur *v1alpha1.Cursor, watch bool) string {
-	u, _ := url.Parse(f.opts.URL)
-	q := u.Query()
+// request asks for the records after the cursor. On first contact a list
+// without since returns whatever is buffered.
+func request(cur *v1alpha1.Cursor, watch bool) stream.Request {
+	req := stream.Request{Watch: watch, Epoch: cur.Epoch}
 	if cur.Epoch != "" || watch {
-		q.Set(stream.ParamSince, strconv.FormatUint(cur.Seq, 10))
+		since := cur.Seq
+		req.Since = &since
 	}
-	// On first contact a list without since returns whatever is buffered,
-	// even after the buffer has wrapped (older servers read it as 0 and
-	// answer 410 Gone with the oldest sequence, which gone() handles).
-	if cur.Epoch != "" {
-		q.Set(stream.ParamEpoch, cur.Epoch)
-	}
-	if watch {
-		q.Set(stream.ParamWatch, "true")
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return req
 }
 
-func (f *Follower) get(ctx context.Context, watch bool, cur *v1alpha1.Cursor) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url(cur, watch), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := f.opts.Client.Do(req)
-	if err != nil {
+// open sends a request; errors other than 410 Gone are counted.
+func (f *Follower) open(ctx context.Context, cur *v1alpha1.Cursor, watch bool) (io.ReadCloser, *stream.GoneError, error) {
+	body, err := f.client.Open(ctx, request(cur, watch))
+	var gone *stream.GoneError
+	switch {
+	case err == nil:
+		return body, nil, nil
+	case errors.As(err, &gone):
+		return nil, gone, nil
+	case errors.Is(err, stream.ErrMalformed):
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+	default:
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
-		return nil, fmt.Errorf("requesting %s: %w", req.URL, err)
 	}
-	return resp, nil
+	return nil, nil, err
 }
 
 // maxGoneRetries bounds consecutive 410 answers to one list: each moves the
@@ -196,64 +187,49 @@ const maxGoneRetries = 10
 
 func (f *Follower) list(ctx context.Context, cur *v1alpha1.Cursor) error {
 	for range maxGoneRetries {
-		// A list may be long, but must not stall: it is abandoned when
-		// nothing arrives for IdleTimeout.
-		lctx, cancel := context.WithCancel(ctx)
-		idle := time.AfterFunc(f.opts.IdleTimeout, cancel)
-		resp, err := f.get(lctx, false, cur)
-		if err != nil {
-			idle.Stop()
-			cancel()
-			return err
-		}
-		body := &idleReader{r: resp.Body, timer: idle, timeout: f.opts.IdleTimeout}
-		switch resp.StatusCode {
-		case http.StatusOK:
-			changed, err := f.ingestList(ctx, cur, body)
-			stalled := lctx.Err() != nil && ctx.Err() == nil
-			resp.Body.Close()
-			idle.Stop()
-			cancel()
-			switch {
-			case err == nil:
-			case stalled:
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
-				return fmt.Errorf("the list stalled: nothing received for %v: %w", f.opts.IdleTimeout, err)
-			case isStoreError(err) || ctx.Err() != nil:
-				return err // counted, or shutting down
-			default:
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
-				return err
-			}
-			f.touch()
-			if changed != "" {
-				if err := f.epochChanged(ctx, cur, changed); err != nil {
-					return err
-				}
-				continue
-			}
-			return nil
-		case http.StatusGone:
-			g, err := DecodeGone(body)
-			resp.Body.Close()
-			idle.Stop()
-			cancel()
-			if err != nil {
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
-				return err
-			}
-			if err := f.gone(ctx, cur, g); err != nil {
-				return err
-			}
-		default:
-			err := responseError(resp)
-			idle.Stop()
-			cancel()
-			f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+		relist, err := f.listOnce(ctx, cur)
+		if err != nil || !relist {
 			return err
 		}
 	}
 	return fmt.Errorf("list answered 410 Gone %d times in a row", maxGoneRetries)
+}
+
+// listOnce stores the records a list returns. relist is true when the list
+// must be repeated: it answered 410 Gone, or the epoch changed.
+func (f *Follower) listOnce(ctx context.Context, cur *v1alpha1.Cursor) (relist bool, err error) {
+	// A list may be long, but must not stall: it is abandoned when nothing
+	// arrives for IdleTimeout.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := time.AfterFunc(f.opts.IdleTimeout, cancel)
+	defer idle.Stop()
+	body, gone, err := f.open(lctx, cur, false)
+	if gone != nil {
+		return true, f.gone(ctx, cur, &gone.Gone)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer body.Close()
+	changed, err := f.ingestList(ctx, cur, &idleReader{r: body, timer: idle, timeout: f.opts.IdleTimeout})
+	stalled := lctx.Err() != nil && ctx.Err() == nil
+	switch {
+	case err == nil:
+	case stalled:
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+		return false, fmt.Errorf("the list stalled: nothing received for %v: %w", f.opts.IdleTimeout, err)
+	case isStoreError(err) || ctx.Err() != nil:
+		return false, err // counted, or shutting down
+	default:
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+		return false, err
+	}
+	f.touch()
+	if changed != "" {
+		return true, f.epochChanged(ctx, cur, changed)
+	}
+	return false, nil
 }
 
 // idleReader restarts timer on every read that returns data.
@@ -296,11 +272,11 @@ func (f *Follower) ingestList(ctx context.Context, cur *v1alpha1.Cursor, body io
 		cur.Epoch, checked = epoch, true
 		return nil
 	}
-	h, err := DecodeList(body, func(epoch string, r store.Record) error {
+	h, err := stream.DecodeList(body, func(epoch string, r stream.Record) error {
 		if err := check(epoch, r.Attempt); err != nil {
 			return err
 		}
-		batch = append(batch, r)
+		batch = append(batch, store.Record(r))
 		if len(batch) < f.opts.MaxBatch {
 			return nil
 		}
@@ -331,18 +307,6 @@ func (e *storeError) Unwrap() error { return e.err }
 func isStoreError(err error) bool {
 	var se *storeError
 	return errors.As(err, &se)
-}
-
-func responseError(resp *http.Response) error {
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var msg struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(body, &msg) == nil && msg.Message != "" {
-		return fmt.Errorf("%s from %s: %s", resp.Status, resp.Request.URL, msg.Message)
-	}
-	return fmt.Errorf("%s from %s", resp.Status, resp.Request.URL)
 }
 
 // gone handles a 410 Gone: a new epoch starts over; in the same epoch the
@@ -431,45 +395,67 @@ func (f *Follower) ingest(ctx context.Context, cur *v1alpha1.Cursor, items []sto
 // decoded is one line of a watch. malformed marks an error in the line's
 // content, as opposed to one reading the stream.
 type decoded struct {
-	ev        Event
+	ev        stream.DecodedEvent
 	err       error
 	malformed bool
 }
 
+// watch stores the records a watch sends until it ends; errGone when it was
+// answered 410 Gone, nil when the server ended it.
 func (f *Follower) watch(ctx context.Context, cur *v1alpha1.Cursor) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	resp, err := f.get(ctx, true, cur)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusGone:
-		g, err := DecodeGone(resp.Body)
-		if err != nil {
-			f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
-			return err
-		}
-		if err := f.gone(ctx, cur, g); err != nil {
+	body, gone, err := f.open(ctx, cur, true)
+	if gone != nil {
+		if err := f.gone(ctx, cur, &gone.Gone); err != nil {
 			return err
 		}
 		return errGone
-	default:
-		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
-		return responseError(resp)
 	}
+	if err != nil {
+		return err
+	}
+	defer body.Close()
 	f.update(func(s *v1alpha1.FollowerStatus) { s.Watching = true })
 	defer f.update(func(s *v1alpha1.FollowerStatus) { s.Watching = false })
 	f.touch()
 
-	// Decoding a large record takes milliseconds: lines are decoded on
-	// every CPU while the reader moves on, and taken back in order.
-	futures := make(chan chan decoded, f.opts.MaxBatch)
+	events := decodeAhead(ctx, body, f.opts.MaxBatch)
+	idle := time.NewTimer(f.opts.IdleTimeout)
+	defer idle.Stop()
+	batch := make([]store.Record, 0, f.opts.MaxBatch)
+	for {
+		var first decoded
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-idle.C:
+			return fmt.Errorf("watch sent nothing for %v", f.opts.IdleTimeout)
+		case fut, ok := <-events:
+			first = await(fut, ok)
+		}
+		var end decoded
+		batch, end = collect(first, events, batch[:0])
+		idle.Reset(f.opts.IdleTimeout)
+		f.touch()
+		if err := f.ingest(ctx, cur, batch); err != nil {
+			return err
+		}
+		if end.err != nil {
+			return f.watchEnded(end)
+		}
+	}
+}
+
+// decodeAhead reads the lines of a watch and decodes them on every CPU
+// while the reader moves on (decoding a large record takes milliseconds);
+// the results come back in order, up to ahead of them waiting. The channel
+// closes after the first error, which is io.EOF at the stream's clean end.
+func decodeAhead(ctx context.Context, body io.Reader, ahead int) <-chan chan decoded {
+	futures := make(chan chan decoded, ahead)
 	go func() {
 		defer close(futures)
-		dec := NewEventDecoder(resp.Body)
+		dec := stream.NewEventDecoder(body)
 		workers := make(chan struct{}, runtime.GOMAXPROCS(0))
 		for {
 			line, n, err := dec.ReadLine()
@@ -483,7 +469,7 @@ func (f *Follower) watch(ctx context.Context, cur *v1alpha1.Cursor) error {
 					return
 				}
 				go func() {
-					ev, err := DecodeEvent(line, n)
+					ev, err := stream.DecodeEvent(line, n)
 					<-workers
 					fut <- decoded{ev: ev, err: err, malformed: err != nil}
 				}()
@@ -498,65 +484,52 @@ func (f *Follower) watch(ctx context.Context, cur *v1alpha1.Cursor) error {
 			}
 		}
 	}()
-	next := func(fut chan decoded, ok bool) decoded {
-		if !ok {
-			return decoded{err: io.EOF}
-		}
-		return <-fut
-	}
+	return futures
+}
 
-	idle := time.NewTimer(f.opts.IdleTimeout)
-	defer idle.Stop()
-	batch := make([]store.Record, 0, f.opts.MaxBatch)
-	for {
-		var d decoded
+// await returns the decoded line of a future taken from decodeAhead's
+// channel; ok false (the channel closed) reads as the end of the stream.
+func await(fut chan decoded, ok bool) decoded {
+	if !ok {
+		return decoded{err: io.EOF}
+	}
+	return <-fut
+}
+
+// collect appends to batch the record of first and of the lines already
+// waiting, up to the batch's capacity, and returns the line that ended the
+// watch, if one did.
+func collect(first decoded, events <-chan chan decoded, batch []store.Record) ([]store.Record, decoded) {
+	for d := first; ; {
+		if d.err != nil {
+			return batch, d
+		}
+		if d.ev.Type == stream.EventAdded {
+			batch = append(batch, store.Record(d.ev.Record))
+		}
+		if len(batch) == cap(batch) {
+			return batch, decoded{}
+		}
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-idle.C:
-			return fmt.Errorf("watch sent nothing for %v", f.opts.IdleTimeout)
-		case fut, ok := <-futures:
-			d = next(fut, ok)
-		}
-		batch = batch[:0]
-		var end error
-		var malformed bool
-	drain:
-		for {
-			if d.err != nil {
-				end, malformed = d.err, d.malformed
-				break
-			}
-			if d.ev.Type == stream.EventAdded {
-				batch = append(batch, d.ev.Record)
-			}
-			if len(batch) == f.opts.MaxBatch {
-				break
-			}
-			select {
-			case fut, ok := <-futures:
-				d = next(fut, ok)
-			default:
-				break drain
-			}
-		}
-		idle.Reset(f.opts.IdleTimeout)
-		f.touch()
-		if err := f.ingest(ctx, cur, batch); err != nil {
-			return err
-		}
-		if end != nil {
-			if errors.Is(end, io.EOF) {
-				return nil
-			}
-			if malformed || !errors.Is(end, io.ErrUnexpectedEOF) && !isNetError(end) {
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
-			} else {
-				f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
-			}
-			return end
+		case fut, ok := <-events:
+			d = await(fut, ok)
+		default:
+			return batch, decoded{}
 		}
 	}
+}
+
+// watchEnded counts how a watch ended: nil at the stream's clean end.
+func (f *Follower) watchEnded(end decoded) error {
+	if errors.Is(end.err, io.EOF) {
+		return nil
+	}
+	if end.malformed || !errors.Is(end.err, io.ErrUnexpectedEOF) && !isNetError(end.err) {
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageDecode).Inc()
+	} else {
+		f.metrics.IngestErrors.WithLabelValues(metrics.StageConnect).Inc()
+	}
+	return end.err
 }
 
 func isNetError(err error) bool {

@@ -1,4 +1,4 @@
-package follow
+package stream
 
 import (
 	"bufio"
@@ -13,8 +13,6 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
-	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // MaxEventBytes bounds one line of a watch: far above the largest record
@@ -42,7 +40,7 @@ func NewEventDecoder(r io.Reader) *EventDecoder {
 }
 
 // ReadLine returns the next non-blank line and its event number (from 1),
-// or io.EOF at the clean end of the stream. The line is the caller's own:
+// or io.EOF at the clean end of the  The line is the caller's own:
 // it may be decoded while the reader moves on.
 func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 	for {
@@ -83,24 +81,29 @@ func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 	}
 }
 
-// Event is a decoded watch event.
-type Event struct {
-	Type string
-	Seq  uint64
-	// Record is the record of an ADDED event: the scheduler's JSON and the
-	// fields the store indexes.
-	Record store.Record
+// Record is a record as a client reads it: the scheduler's JSON, and the
+// record decoded from it without its scores (the bulk of a large record,
+// which readers keep encoded).
+type Record struct {
+	Attempt *record.Attempt
+	JSON    []byte
 }
 
-// The stream is written by encoding/json. It is read with the JSON v2
-// engine in v1 mode (the same semantics, e.g. durations in nanoseconds),
-// which validates and decodes in one pass where encoding/json scans a
-// value once to validate it and again to decode it: records of thousands
-// of nodes are hundreds of kilobytes, and decoding them is most of the
-// follower's work.
+// DecodedEvent is a decoded watch event.
+type DecodedEvent struct {
+	Type string
+	Seq  uint64
+	// Record is the record of an ADDED event.
+	Record Record
+}
+
+// The stream is read with the JSON v2 engine in v1 mode (the semantics of
+// encoding/json, e.g. durations in nanoseconds), which validates and
+// decodes in one pass: records of thousands of nodes are hundreds of
+// kilobytes, and decoding them is most of a reader's work.
 var jsonOptions = jsonv1.DefaultOptionsV1()
 
-// wireEvent is stream.Event with the record left encoded.
+// wireEvent is Event with the record left encoded.
 type wireEvent struct {
 	Type   string         `json:"type"`
 	Seq    uint64         `json:"seq"`
@@ -108,7 +111,7 @@ type wireEvent struct {
 }
 
 // partialAttempt decodes a record without its scores: the bulk of a large
-// record, which the store keeps in the scheduler's JSON without indexing.
+// record, which readers keep in the scheduler's JSON.
 type partialAttempt struct {
 	record.Attempt
 	Scores skipped `json:"scores,omitempty"`
@@ -119,36 +122,36 @@ type skipped struct{}
 
 func (*skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
 
-// decodeRecord decodes the JSON of a record for the store, which keeps raw.
-func decodeRecord(raw []byte) (store.Record, error) {
+// decodeRecord decodes the JSON of a record; the Record keeps raw.
+func decodeRecord(raw []byte) (Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return store.Record{}, errors.New("the record is null")
+		return Record{}, errors.New("the record is null")
 	}
 	var p partialAttempt
 	if err := jsonv2.Unmarshal(raw, &p, jsonOptions); err != nil {
-		return store.Record{}, err
+		return Record{}, err
 	}
-	return store.Record{Attempt: &p.Attempt, JSON: raw}, nil
+	return Record{Attempt: &p.Attempt, JSON: raw}, nil
 }
 
 // Next returns the next event, io.EOF at the clean end of the stream, or an
 // error naming the event that could not be decoded.
-func (d *EventDecoder) Next() (Event, error) {
+func (d *EventDecoder) Next() (DecodedEvent, error) {
 	line, n, err := d.ReadLine()
 	if err != nil {
-		return Event{}, err
+		return DecodedEvent{}, err
 	}
 	return DecodeEvent(line, n)
 }
 
 // DecodeEvent decodes and validates event number n of a watch.
-func DecodeEvent(line []byte, n int) (Event, error) {
+func DecodeEvent(line []byte, n int) (DecodedEvent, error) {
 	var w wireEvent
 	if err := jsonv2.Unmarshal(line, &w, jsonOptions); err != nil {
-		return Event{}, fmt.Errorf("decoding watch event %d: %w", n, err)
+		return DecodedEvent{}, fmt.Errorf("decoding watch event %d: %w", n, err)
 	}
-	ev := Event{Type: w.Type, Seq: w.Seq}
-	if w.Type == stream.EventAdded {
+	ev := DecodedEvent{Type: w.Type, Seq: w.Seq}
+	if w.Type == EventAdded {
 		r, err := decodeRecord(w.Object)
 		if err != nil {
 			return ev, fmt.Errorf("watch event %d: %s event %d: %w", n, w.Type, w.Seq, err)
@@ -161,10 +164,10 @@ func DecodeEvent(line []byte, n int) (Event, error) {
 	return ev, nil
 }
 
-// ValidateEvent checks what the follower relies on in an event.
-func ValidateEvent(ev Event) error {
+// ValidateEvent checks what readers rely on in an event.
+func ValidateEvent(ev DecodedEvent) error {
 	switch ev.Type {
-	case stream.EventAdded:
+	case EventAdded:
 		if ev.Record.Attempt == nil {
 			return fmt.Errorf("%s event %d has no object", ev.Type, ev.Seq)
 		}
@@ -174,7 +177,7 @@ func ValidateEvent(ev Event) error {
 		if ev.Record.Attempt.Seq != ev.Seq {
 			return fmt.Errorf("%s event %d carries record %d", ev.Type, ev.Seq, ev.Record.Attempt.Seq)
 		}
-	case stream.EventBookmark:
+	case EventBookmark:
 	default:
 		return fmt.Errorf("unknown event type %q", ev.Type)
 	}
@@ -195,13 +198,13 @@ type ListHeader struct {
 // epoch before the items, and items that come first are held back until
 // the epoch is known. An error from item stops the decoding and is
 // returned as is.
-func DecodeList(r io.Reader, item func(epoch string, r store.Record) error) (ListHeader, error) {
+func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeader, error) {
 	var h ListHeader
 	dec := jsontext.NewDecoder(r, jsonOptions)
 	if err := expectKind(dec, '{'); err != nil {
 		return h, fmt.Errorf("decoding list: %w", err)
 	}
-	var early []store.Record
+	var early []Record
 	var last uint64
 	for {
 		if kind, err := peek(dec); err != nil {
@@ -305,8 +308,8 @@ func expectKind(dec *jsontext.Decoder, want jsontext.Kind) error {
 }
 
 // DecodeGone decodes the body of a 410 response.
-func DecodeGone(r io.Reader) (*stream.Gone, error) {
-	var g stream.Gone
+func DecodeGone(r io.Reader) (*Gone, error) {
+	var g Gone
 	if err := json.NewDecoder(r).Decode(&g); err != nil {
 		return nil, fmt.Errorf("decoding 410 Gone body: %w", err)
 	}

@@ -1,4 +1,4 @@
-package follow
+package stream
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
 func TestDecodeList(t *testing.T) {
@@ -40,7 +38,7 @@ func TestDecodeList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			h, err := DecodeList(strings.NewReader(tt.body), func(epoch string, r store.Record) error {
+			h, err := DecodeList(strings.NewReader(tt.body), func(epoch string, r Record) error {
 				got = append(got, fmt.Sprintf("%s/%d %s", epoch, r.Attempt.Seq, r.JSON))
 				return nil
 			})

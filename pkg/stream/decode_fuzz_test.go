@@ -1,4 +1,4 @@
-package follow
+package stream
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
-	"github.com/schedscope/schedscope/pkg/sidecar/store"
-	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // FuzzDecodeStream feeds arbitrary bytes to the watch, list and 410 Gone
@@ -19,10 +17,10 @@ import (
 func FuzzDecodeStream(f *testing.F) {
 	a := recordtest.MakeAttempt("ns", "p", "uid").Rejected("TaintToleration", "taint", "n1").Obj()
 	a.Seq = 1
-	added, _ := json.Marshal(stream.Event{Type: stream.EventAdded, Seq: 1, Object: a})
-	bookmark, _ := json.Marshal(stream.Event{Type: stream.EventBookmark, Seq: 1})
-	list, _ := json.Marshal(stream.List{Epoch: "e1", Seq: 1, Oldest: 1, Items: []*record.Attempt{a}})
-	gone, _ := json.Marshal(stream.Gone{Reason: "Expired", Epoch: "e1", Oldest: 7})
+	added, _ := json.Marshal(Event{Type: EventAdded, Seq: 1, Object: a})
+	bookmark, _ := json.Marshal(Event{Type: EventBookmark, Seq: 1})
+	list, _ := json.Marshal(List{Epoch: "e1", Seq: 1, Oldest: 1, Items: []*record.Attempt{a}})
+	gone, _ := json.Marshal(Gone{Reason: "Expired", Epoch: "e1", Oldest: 7})
 	// The scheduler writes scores in columns (record.Encode).
 	scored := recordtest.MakeAttempt("ns", "q", "uid2").Scheduled("n1").Scores([]string{"A", "B"}, map[string][]int64{"n1": {3, 4}, "n2": {1, 2}}).Obj()
 	scored.Seq = 2
@@ -53,13 +51,13 @@ func FuzzDecodeStream(f *testing.F) {
 				}
 				break
 			}
-			if ev.Type == stream.EventAdded && (ev.Record.Attempt == nil || ev.Record.Attempt.Seq != ev.Seq || ev.Seq == 0 || len(ev.Record.JSON) == 0) {
+			if ev.Type == EventAdded && (ev.Record.Attempt == nil || ev.Record.Attempt.Seq != ev.Seq || ev.Seq == 0 || len(ev.Record.JSON) == 0) {
 				t.Fatalf("accepted an event the follower cannot ingest: %+v", ev)
 			}
 		}
 		var last uint64
 		var epochs []string
-		h, err := DecodeList(bytes.NewReader(data), func(epoch string, r store.Record) error {
+		h, err := DecodeList(bytes.NewReader(data), func(epoch string, r Record) error {
 			a := r.Attempt
 			if a == nil || a.Seq <= last || len(r.JSON) == 0 {
 				t.Fatalf("list item out of order or null: %+v after %d", a, last)
