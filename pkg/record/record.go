@@ -38,6 +38,18 @@ const (
 	PostBind       = "PostBind"
 )
 
+// Status codes of the scheduler framework, as records spell them (the
+// framework's Code.String()).
+const (
+	CodeSuccess                      = "Success"
+	CodeError                        = "Error"
+	CodeUnschedulable                = "Unschedulable"
+	CodeWait                         = "Wait"
+	CodeSkip                         = "Skip"
+	CodeUnschedulableAndUnresolvable = "UnschedulableAndUnresolvable"
+	CodePending                      = "Pending"
+)
+
 // Verdicts of a node in the Filter phase.
 const (
 	// VerdictPassed: every filter plugin accepted the node.

@@ -40,7 +40,7 @@ const ViewerToken = "schedscope-viewer-token"
 // RepoRoot returns the directory of the main module.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // BinDir returns the directory holding etcd, kube-apiserver and the schedulers.

@@ -92,7 +92,7 @@ func (w *Wrapper) Passed(nodes ...string) *Wrapper {
 func (w *Wrapper) Rejected(plugin, reason string, nodes ...string) *Wrapper {
 	w.count(record.VerdictRejected, len(nodes))
 	w.a.Filter = append(w.a.Filter, record.VerdictGroup{
-		Verdict: record.VerdictRejected, Plugin: plugin, Code: "Unschedulable", Reasons: []string{reason}, Nodes: sorted(nodes),
+		Verdict: record.VerdictRejected, Plugin: plugin, Code: record.CodeUnschedulable, Reasons: []string{reason}, Nodes: sorted(nodes),
 	})
 	return w
 }
@@ -165,7 +165,7 @@ func Large(i, nodes int) *record.Attempt {
 	a := w.Obj()
 	a.SelectedNode = a.Scores.Nodes[0].Node
 	for _, p := range []string{record.PreFilter, record.Filter, record.PostFilter, record.PreScore, record.Score, record.NormalizeScore, record.Reserve, record.Permit, record.PreBind, record.Bind} {
-		a.Points = append(a.Points, record.PointRun{Point: p, Duration: 123456 * time.Nanosecond, Code: "Success"})
+		a.Points = append(a.Points, record.PointRun{Point: p, Duration: 123456 * time.Nanosecond, Code: record.CodeSuccess})
 	}
 	for _, p := range plugins {
 		a.Plugins = append(a.Plugins, record.PluginRun{Plugin: p, Point: record.Score, Duration: 987654, Calls: int64(nodes - rejected)})
@@ -205,7 +205,7 @@ func Typical(i, nodes int) *record.Attempt {
 	a := w.Obj()
 	a.SelectedNode = a.Scores.Nodes[0].Node
 	for _, p := range []string{record.PreFilter, record.Filter, record.PreScore, record.Score, record.NormalizeScore, record.Reserve, record.Permit, record.WaitOnPermit, record.PreBind, record.Bind, record.PostBind} {
-		a.Points = append(a.Points, record.PointRun{Point: p, Start: a.Timing.Started, Duration: 123456 * time.Nanosecond, Code: "Success"})
+		a.Points = append(a.Points, record.PointRun{Point: p, Start: a.Timing.Started, Duration: 123456 * time.Nanosecond, Code: record.CodeSuccess})
 	}
 	for _, p := range defaultFilterPlugins {
 		a.Plugins = append(a.Plugins, record.PluginRun{Plugin: p, Point: record.Filter, Duration: 987654, Calls: int64(feasible), Timed: int64(16 + (feasible-16)/8)})

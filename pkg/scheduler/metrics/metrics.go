@@ -192,7 +192,7 @@ func (m *Metrics) ObserveRecord(rec *record.Attempt) {
 			m.UnschedulableByPlugin.WithLabelValues(profile, plugin).Inc()
 		}
 		for _, p := range rec.PreFilter {
-			if p.Code != "Success" && p.Code != "Skip" {
+			if p.Code != record.CodeSuccess && p.Code != record.CodeSkip {
 				m.UnschedulableByPlugin.WithLabelValues(profile, p.Plugin).Inc()
 			}
 		}

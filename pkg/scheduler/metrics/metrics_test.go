@@ -87,7 +87,7 @@ schedscope_score_weighted_count{plugin="ImageLocality",profile="p"} 1
 
 // TestREADMEListsEveryMetric keeps the README's metrics table and the code in step.
 func TestREADMEListsEveryMetric(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

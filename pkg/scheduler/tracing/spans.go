@@ -16,14 +16,6 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
-// Framework status codes, as the record spells them.
-const (
-	codeSuccess                      = "Success"
-	codeError                        = "Error"
-	codeUnschedulable                = "Unschedulable"
-	codeUnschedulableAndUnresolvable = "UnschedulableAndUnresolvable"
-)
-
 // knownPoints are the extension points named as spans.
 var knownPoints = map[string]bool{
 	record.PreFilter: true, record.Filter: true, record.PostFilter: true,
@@ -154,7 +146,7 @@ func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
 	if rec.FailedPoint != "" {
 		attrs = append(attrs, stringAttr(FailedPointKey, rec.FailedPoint))
 		for _, p := range rec.Points {
-			if p.Point == rec.FailedPoint && p.Code != codeSuccess && p.Plugin != "" {
+			if p.Point == rec.FailedPoint && p.Code != record.CodeSuccess && p.Plugin != "" {
 				attrs = append(attrs, stringAttr(PluginKey, p.Plugin))
 				break
 			}
@@ -216,12 +208,12 @@ func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trac
 		attrs = append(attrs, listAttr(ReasonsKey, p.Reasons))
 	}
 	switch p.Code {
-	case codeError, codeUnschedulable, codeUnschedulableAndUnresolvable:
+	case record.CodeError, record.CodeUnschedulable, record.CodeUnschedulableAndUnresolvable:
 		attrs = append(attrs, stringAttr(semconv.ErrorTypeKey, p.Code))
 	}
 	_, span := tracer.Start(ctx, name, trace.WithTimestamp(p.Start), trace.WithAttributes(attrs...))
 	switch p.Code {
-	case codeError, codeUnschedulable, codeUnschedulableAndUnresolvable:
+	case record.CodeError, record.CodeUnschedulable, record.CodeUnschedulableAndUnresolvable:
 		desc := p.Code
 		if p.Plugin != "" {
 			desc = p.Plugin + ": " + desc
