@@ -5,6 +5,7 @@
 package record
 
 import (
+	"slices"
 	"time"
 )
 
@@ -286,3 +287,55 @@ const (
 	// chose it without scoring.
 	ScoringSkippedSingleNode = "single feasible node"
 )
+
+// PluginRejections is what one Filter plugin rejected in an attempt.
+type PluginRejections struct {
+	Plugin string
+	// Nodes are the rejected nodes, group after group.
+	Nodes []string
+	// Count is the number of rejected nodes, by the groups' counts.
+	Count int
+	// Reasons are the distinct reasons, in the order the groups give them.
+	Reasons []string
+}
+
+// RejectionsByPlugin returns the Filter rejections of an attempt by plugin,
+// in the order the plugins first appear in its verdict groups. Where a
+// plugin has one group, its Nodes and Reasons are the group's own slices:
+// read them, do not change them.
+func (a *Attempt) RejectionsByPlugin() []PluginRejections {
+	var out []PluginRejections
+	for _, g := range a.Filter {
+		if g.Verdict != VerdictRejected {
+			continue
+		}
+		count := max(g.Count, len(g.Nodes))
+		i := slices.IndexFunc(out, func(r PluginRejections) bool { return r.Plugin == g.Plugin })
+		if i < 0 {
+			out = append(out, PluginRejections{Plugin: g.Plugin, Nodes: slices.Clip(g.Nodes), Count: count, Reasons: slices.Clip(g.Reasons)})
+			continue
+		}
+		r := &out[i]
+		r.Nodes = append(r.Nodes, g.Nodes...)
+		r.Count += count
+		for _, reason := range g.Reasons {
+			if !slices.Contains(r.Reasons, reason) {
+				r.Reasons = append(r.Reasons, reason)
+			}
+		}
+	}
+	return out
+}
+
+// FinishTime is the time that orders an attempt: when it finished, or
+// when it started if it has no finish time.
+func (a *Attempt) FinishTime() time.Time {
+	switch {
+	case !a.Timing.Finished.IsZero():
+		return a.Timing.Finished
+	case !a.Timing.Started.IsZero():
+		return a.Timing.Started
+	default:
+		return a.Timing.Queued
+	}
+}

@@ -172,12 +172,14 @@ func (m *Metrics) ObserveRecord(rec *record.Attempt) {
 	m.AttemptDuration.WithLabelValues(profile, result).Observe(rec.Timing.Finished.Sub(rec.Timing.Started).Seconds())
 	m.QueueWait.WithLabelValues(profile, result).Observe(rec.Timing.QueueWait.Seconds())
 
-	rejectedBy := map[string]int64{}
 	for _, g := range rec.Filter {
 		if g.Verdict == record.VerdictRejected {
-			rejectedBy[g.Plugin] += int64(len(g.Nodes))
 			m.FilterVerdicts.WithLabelValues(profile, g.Plugin, g.Code).Add(float64(len(g.Nodes)))
 		}
+	}
+	rejectedBy := map[string]int64{}
+	for _, r := range rec.RejectionsByPlugin() {
+		rejectedBy[r.Plugin] = int64(len(r.Nodes))
 	}
 	for _, p := range rec.Plugins {
 		m.PluginDuration.WithLabelValues(profile, p.Plugin, p.Point).Observe(p.Duration.Seconds())

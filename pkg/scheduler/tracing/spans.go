@@ -162,7 +162,7 @@ func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
 		}
 		attrs = append(attrs, VictimsCountKey.Int(len(rec.Victims)), listAttr(VictimsKey, names))
 	}
-	if h := rejections(rec.Filter); len(h) > 0 {
+	if h := rejections(rec); len(h) > 0 {
 		attrs = append(attrs, listAttr(RejectionsKey, h))
 	}
 	if rec.Scores != nil && rec.Scores.SkippedReason != "" {
@@ -173,23 +173,14 @@ func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
 
 // rejections is the histogram of rejected nodes per Filter plugin, as
 // "Plugin=nodes", most nodes first.
-func rejections(groups []record.VerdictGroup) []string {
-	counts := map[string]int{}
-	for _, g := range groups {
-		if g.Verdict == record.VerdictRejected {
-			counts[g.Plugin] += groupSize(g)
-		}
-	}
-	plugins := make([]string, 0, len(counts))
-	for p := range counts {
-		plugins = append(plugins, p)
-	}
-	slices.SortFunc(plugins, func(a, b string) int {
-		return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b))
+func rejections(a *record.Attempt) []string {
+	byPlugin := a.RejectionsByPlugin()
+	slices.SortFunc(byPlugin, func(a, b record.PluginRejections) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Plugin, b.Plugin))
 	})
-	h := make([]string, len(plugins))
-	for i, p := range plugins {
-		h[i] = fmt.Sprintf("%s=%d", p, counts[p])
+	h := make([]string, len(byPlugin))
+	for i, r := range byPlugin {
+		h[i] = fmt.Sprintf("%s=%d", r.Plugin, r.Count)
 	}
 	return h
 }

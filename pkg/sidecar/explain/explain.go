@@ -115,13 +115,10 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	if e.Groups == nil {
 		e.Groups = []v1alpha1.Group{}
 	}
-	seen := map[string]bool{}
-	for _, g := range l.groups {
-		if g.Verdict == record.VerdictRejected && !seen[g.Plugin] {
-			seen[g.Plugin] = true
-			e.FilterPlugins = append(e.FilterPlugins, g.Plugin)
-		}
+	for _, r := range a.RejectionsByPlugin() {
+		e.FilterPlugins = append(e.FilterPlugins, r.Plugin)
 	}
+	slices.Sort(e.FilterPlugins)
 	if a.Scores != nil {
 		e.ScorePlugins = append(e.ScorePlugins, a.Scores.Plugins...)
 		e.ScoringSkipped = a.Scores.SkippedReason

@@ -122,53 +122,10 @@ func Summarize(a *record.Attempt, epoch string) v1alpha1.AttemptSummary {
 	s := v1alpha1.AttemptSummary{
 		Seq: a.Seq, Epoch: epoch, Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Result: a.Result,
 		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode,
-		NominatedNode: a.NominatedNode, TraceID: a.TraceID, Finished: FinishTime(a), Nodes: a.Nodes,
+		NominatedNode: a.NominatedNode, TraceID: a.TraceID, Finished: a.FinishTime(), Nodes: a.Nodes,
 	}
-	for _, g := range a.Filter {
-		if g.Verdict != record.VerdictRejected {
-			continue
-		}
-		merged := false
-		for i := range s.Reasons {
-			if s.Reasons[i].Plugin == g.Plugin {
-				s.Reasons[i].Nodes += len(g.Nodes)
-				s.Reasons[i].Reasons = appendMissing(s.Reasons[i].Reasons, g.Reasons)
-				merged = true
-				break
-			}
-		}
-		if !merged {
-			s.Reasons = append(s.Reasons, v1alpha1.RejectionSummary{Plugin: g.Plugin, Reasons: append([]string(nil), g.Reasons...), Nodes: len(g.Nodes)})
-		}
+	for _, r := range a.RejectionsByPlugin() {
+		s.Reasons = append(s.Reasons, v1alpha1.RejectionSummary{Plugin: r.Plugin, Reasons: r.Reasons, Nodes: len(r.Nodes)})
 	}
 	return s
-}
-
-func appendMissing(dst, src []string) []string {
-	for _, s := range src {
-		found := false
-		for _, d := range dst {
-			if d == s {
-				found = true
-				break
-			}
-		}
-		if !found {
-			dst = append(dst, s)
-		}
-	}
-	return dst
-}
-
-// FinishTime is the time that orders an attempt: when it finished, or
-// when it started if it has no finish time.
-func FinishTime(a *record.Attempt) time.Time {
-	switch {
-	case !a.Timing.Finished.IsZero():
-		return a.Timing.Finished
-	case !a.Timing.Started.IsZero():
-		return a.Timing.Started
-	default:
-		return a.Timing.Queued
-	}
 }

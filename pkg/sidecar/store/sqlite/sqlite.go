@@ -270,20 +270,9 @@ type rejectionRow struct {
 }
 
 func rejectionRows(a *record.Attempt) []rejectionRow {
-	byPlugin := map[string][]string{}
-	var plugins []string
-	for _, g := range a.Filter {
-		if g.Verdict != record.VerdictRejected {
-			continue
-		}
-		if _, ok := byPlugin[g.Plugin]; !ok {
-			plugins = append(plugins, g.Plugin)
-		}
-		byPlugin[g.Plugin] = append(byPlugin[g.Plugin], g.Nodes...)
-	}
-	rows := make([]rejectionRow, 0, len(plugins))
-	for _, p := range plugins {
-		rows = append(rows, rejectionRow{plugin: p, nodes: len(byPlugin[p]), names: encodeNodes(byPlugin[p])})
+	var rows []rejectionRow
+	for _, r := range a.RejectionsByPlugin() {
+		rows = append(rows, rejectionRow{plugin: r.Plugin, nodes: len(r.Nodes), names: encodeNodes(r.Nodes)})
 	}
 	return rows
 }
