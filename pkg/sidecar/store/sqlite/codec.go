@@ -1,11 +1,8 @@
 package sqlite
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -16,29 +13,17 @@ import (
 // Records are stored as zstd frames at its fastest level: records are
 // mostly repeated node and plugin names, which compress well even so, and
 // ingest must keep up with the scheduler. zstd's fastest level compresses
-// several times faster than gzip's and smaller. Databases written before
-// hold gzip members, which are still read.
+// several times faster than gzip's and smaller.
 var (
 	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
 )
-
-// gzipMagic starts every gzip member.
-var gzipMagic = []byte{0x1f, 0x8b}
 
 func compress(data []byte) []byte {
 	return encoder.EncodeAll(data, make([]byte, 0, len(data)/8))
 }
 
 func decompress(data []byte) ([]byte, error) {
-	if bytes.HasPrefix(data, gzipMagic) {
-		r, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		return io.ReadAll(r)
-	}
 	return decoder.DecodeAll(data, nil)
 }
 

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +10,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,53 +25,6 @@ import (
 )
 
 var _ store.Store = &Store{}
-
-const schema = `
-CREATE TABLE IF NOT EXISTS meta (
-	key   TEXT PRIMARY KEY,
-	value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS attempts (
-	id        INTEGER PRIMARY KEY AUTOINCREMENT,
-	epoch     TEXT    NOT NULL,
-	seq       INTEGER NOT NULL,
-	uid       TEXT    NOT NULL,
-	namespace TEXT    NOT NULL,
-	name      TEXT    NOT NULL,
-	attempt   INTEGER NOT NULL,
-	result    TEXT    NOT NULL,
-	finished  INTEGER NOT NULL,
-	size      INTEGER NOT NULL,
-	summary   TEXT    NOT NULL,
-	data      BLOB    NOT NULL,
-	UNIQUE (epoch, seq)
-);
-CREATE INDEX IF NOT EXISTS attempts_by_pod ON attempts (namespace, name, id);
-CREATE INDEX IF NOT EXISTS attempts_by_uid ON attempts (uid, id);
-CREATE INDEX IF NOT EXISTS attempts_by_finished ON attempts (finished);
-CREATE TABLE IF NOT EXISTS pods (
-	uid        TEXT PRIMARY KEY,
-	namespace  TEXT    NOT NULL,
-	name       TEXT    NOT NULL,
-	first_seen INTEGER NOT NULL,
-	latest_id  INTEGER NOT NULL,
-	finished   INTEGER NOT NULL,
-	result     TEXT    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS pods_by_result ON pods (result, finished);
-CREATE INDEX IF NOT EXISTS pods_by_finished ON pods (finished);
-CREATE INDEX IF NOT EXISTS pods_by_name ON pods (namespace, name);
-CREATE TABLE IF NOT EXISTS rejections (
-	attempt_id INTEGER NOT NULL,
-	finished   INTEGER NOT NULL,
-	namespace  TEXT    NOT NULL,
-	plugin     TEXT    NOT NULL,
-	nodes      INTEGER NOT NULL,
-	node_names BLOB    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS rejections_by_finished ON rejections (finished, plugin);
-CREATE INDEX IF NOT EXISTS rejections_by_attempt ON rejections (attempt_id);
-`
 
 // Meta keys.
 const (
@@ -111,9 +65,9 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 		return nil, fmt.Errorf("opening database %q: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("creating schema in %q: %w", path, err)
+		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
 	return &Store{db: db, retention: retention}, nil
 }
@@ -150,103 +104,148 @@ func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) (err error) {
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
 	// Encode outside the lock and the transaction: it is the expensive part.
-	type row struct {
-		a        *record.Attempt
-		summary  []byte
-		data     []byte
-		finished int64
-		rejected []rejectionRow
-	}
-	rows := make([]row, len(records))
-	encode := func(i int) error {
-		a := records[i].Attempt
-		var data []byte
-		if records[i].JSON != nil {
-			data = compress(records[i].JSON)
-		} else {
-			var err error
-			if data, err = encodeAttempt(a); err != nil {
-				return err
-			}
-		}
-		sum := store.Summarize(a, cursor.Epoch)
-		sum.StoredBytes = len(data)
-		summary, err := json.Marshal(sum)
-		if err != nil {
-			return fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
-		}
-		rows[i] = row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a)}
-		return nil
-	}
-	// Encoding a large record costs milliseconds; spread a batch over the CPUs.
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i := range records {
-		g.Go(func() error { return encode(i) })
-	}
-	if err := g.Wait(); err != nil {
+	rows, err := encodeRows(cursor.Epoch, records)
+	if err != nil {
 		return err
 	}
-
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("starting transaction: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	insAttempt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO attempts
-		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	ins, err := prepareInserts(ctx, tx)
 	if err != nil {
-		return fmt.Errorf("preparing insert: %w", err)
+		return err
 	}
-	defer insAttempt.Close()
-	upsertPod, err := tx.PrepareContext(ctx, `INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
+	defer ins.close()
+	for _, r := range rows {
+		if err := ins.insert(ctx, cursor.Epoch, r); err != nil {
+			return err
+		}
+	}
+	if err := putCursor(ctx, tx, cursor); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing %d records: %w", len(rows), err)
+	}
+	return nil
+}
+
+// row is a record encoded for its tables.
+type row struct {
+	a        *record.Attempt
+	summary  []byte
+	data     []byte
+	finished int64
+	rejected []rejectionRow
+}
+
+// encodeRows encodes records for their tables, spread over the CPUs:
+// encoding a large record costs milliseconds.
+func encodeRows(epoch string, records []store.Record) ([]row, error) {
+	rows := make([]row, len(records))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, r := range records {
+		g.Go(func() (err error) {
+			rows[i], err = encodeRow(epoch, r)
+			return err
+		})
+	}
+	return rows, g.Wait()
+}
+
+func encodeRow(epoch string, r store.Record) (row, error) {
+	a := r.Attempt
+	var data []byte
+	if r.JSON != nil {
+		data = compress(r.JSON)
+	} else {
+		var err error
+		if data, err = encodeAttempt(a); err != nil {
+			return row{}, err
+		}
+	}
+	sum := store.Summarize(a, epoch)
+	sum.StoredBytes = len(data)
+	summary, err := json.Marshal(sum)
+	if err != nil {
+		return row{}, fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
+	}
+	return row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a)}, nil
+}
+
+// inserts are the statements that store a record.
+type inserts struct {
+	attempt, pod, rejection *sql.Stmt
+}
+
+func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
+	var ins inserts
+	var err error
+	if ins.attempt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO attempts
+		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return nil, fmt.Errorf("preparing insert: %w", err)
+	}
+	if ins.pod, err = tx.PrepareContext(ctx, `INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
 			latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result
-		WHERE excluded.latest_id > pods.latest_id`)
-	if err != nil {
-		return fmt.Errorf("preparing pod upsert: %w", err)
+		WHERE excluded.latest_id > pods.latest_id`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing pod upsert: %w", err)
 	}
-	defer upsertPod.Close()
-	insRejection, err := tx.PrepareContext(ctx, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-		VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("preparing rejection insert: %w", err)
+	if ins.rejection, err = tx.PrepareContext(ctx, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
+		VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing rejection insert: %w", err)
 	}
-	defer insRejection.Close()
+	return &ins, nil
+}
 
-	for _, r := range rows {
-		a := r.a
-		res, err := insAttempt.ExecContext(ctx, cursor.Epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
-			a.Attempt, string(a.Result), r.finished, len(r.data), string(r.summary), r.data)
-		if err != nil {
-			return fmt.Errorf("storing record %d: %w", a.Seq, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue // already stored
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return fmt.Errorf("storing record %d: %w", a.Seq, err)
-		}
-		if _, err := upsertPod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.finished, id, r.finished, string(a.Result)); err != nil {
-			return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
-		}
-		for _, rj := range r.rejected {
-			if _, err := insRejection.ExecContext(ctx, id, r.finished, a.Pod.Namespace, rj.plugin, rj.nodes, rj.names); err != nil {
-				return fmt.Errorf("indexing rejections of record %d: %w", a.Seq, err)
-			}
+func (ins *inserts) close() {
+	for _, st := range []*sql.Stmt{ins.attempt, ins.pod, ins.rejection} {
+		if st != nil {
+			st.Close()
 		}
 	}
+}
+
+// insert stores a record, its pod and its rejections; a record already
+// stored is left alone.
+func (ins *inserts) insert(ctx context.Context, epoch string, r row) error {
+	a := r.a
+	res, err := ins.attempt.ExecContext(ctx, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
+		a.Attempt, string(a.Result), r.finished, len(r.data), string(r.summary), r.data)
+	if err != nil {
+		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil // already stored
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+	}
+	if _, err := ins.pod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.finished, id, r.finished, string(a.Result)); err != nil {
+		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
+	}
+	for _, rj := range r.rejected {
+		if _, err := ins.rejection.ExecContext(ctx, id, r.finished, a.Pod.Namespace, rj.plugin, rj.nodes, rj.names); err != nil {
+			return fmt.Errorf("indexing rejections of record %d: %w", a.Seq, err)
+		}
+	}
+	return nil
+}
+
+// putCursor stores the follower's cursor.
+func putCursor(ctx context.Context, tx *sql.Tx, cursor v1alpha1.Cursor) error {
 	for k, v := range map[string]string{
 		metaEpoch: cursor.Epoch,
 		metaSeq:   strconv.FormatUint(cursor.Seq, 10),
@@ -256,9 +255,6 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
 			return fmt.Errorf("storing cursor: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing %d records: %w", len(rows), err)
 	}
 	return nil
 }
@@ -415,6 +411,50 @@ func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
 
 // Rejections implements store.Reader.
 func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1alpha1.RejectionCount, error) {
+	if rq.Step > 0 && rq.Buckets() == 0 {
+		return nil, fmt.Errorf("a step needs a window: since %v, until %v", rq.Since, rq.Until)
+	}
+	where, args := rejectionWhere(rq)
+	t := &tally{q: rq, buckets: rq.Buckets(), counts: map[string]*keyCount{}}
+	var err error
+	switch rq.By {
+	case v1alpha1.ByPlugin:
+		// One row per attempt and plugin.
+		err = s.scan(ctx, `SELECT plugin, finished, nodes FROM rejections`+where, args, func(rows *sql.Rows) error {
+			var plugin string
+			var finished, nodes int64
+			if err := rows.Scan(&plugin, &finished, &nodes); err != nil {
+				return err
+			}
+			t.add(plugin, "", finished, nodes)
+			return nil
+		})
+	case v1alpha1.ByNode:
+		err = s.scan(ctx, `SELECT plugin, finished, node_names FROM rejections`+where, args, func(rows *sql.Rows) error {
+			var plugin string
+			var finished int64
+			var names []byte
+			if err := rows.Scan(&plugin, &finished, &names); err != nil {
+				return err
+			}
+			nodes, err := decodeNodes(names)
+			for _, n := range nodes {
+				// A node gets one verdict per attempt.
+				t.add(n, plugin, finished, 1)
+			}
+			return err
+		})
+	default:
+		return nil, fmt.Errorf("unknown grouping %q", rq.By)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("counting rejections: %w", err)
+	}
+	return t.result(), nil
+}
+
+// rejectionWhere is the WHERE clause of a rejection query.
+func rejectionWhere(rq store.RejectionQuery) (string, []any) {
 	where := ` WHERE 1`
 	var args []any
 	if !rq.Since.IsZero() {
@@ -426,112 +466,90 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 		args = append(args, rq.Until.UnixNano())
 	}
 	nsq, nsargs := inNamespaces("namespace", rq.Namespaces)
-	where += nsq
-	args = append(args, nsargs...)
+	return where + nsq, append(args, nsargs...)
+}
 
-	if rq.Step > 0 && rq.Buckets() == 0 {
-		return nil, fmt.Errorf("a step needs a window: since %v, until %v", rq.Since, rq.Until)
+// scan calls row for every row of a query.
+func (s *Store) scan(ctx context.Context, query string, args []any, row func(*sql.Rows) error) error {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
 	}
-	buckets := rq.Buckets()
-	counts := map[string]*v1alpha1.RejectionCount{}
-	get := func(key string) *v1alpha1.RejectionCount {
-		c := counts[key]
-		if c == nil {
-			c = &v1alpha1.RejectionCount{Key: key}
-			if buckets > 0 {
-				c.Series = make([]v1alpha1.RejectionBucket, buckets)
-				for i := range c.Series {
-					c.Series[i].Start = rq.Since.Add(time.Duration(i) * rq.Step).UTC()
-				}
-			}
-			counts[key] = c
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return err
 		}
-		return c
 	}
-	bucketOf := func(finished int64) int {
-		if buckets == 0 {
-			return -1
-		}
-		return min(int((finished-rq.Since.UnixNano())/int64(rq.Step)), buckets-1)
+	return rows.Err()
+}
+
+// tally counts rejections by key. Time buckets are kept sparse and laid out
+// only for the keys the query's limit keeps: a pod rejected on thousands of
+// nodes does not cost a series per node.
+type tally struct {
+	q       store.RejectionQuery
+	buckets int
+	counts  map[string]*keyCount
+}
+
+type keyCount struct {
+	v1alpha1.RejectionCount
+	// inBucket holds the attempts and nodes counted in each bucket.
+	inBucket map[int][2]int64
+}
+
+// add counts one attempt that rejected nodes under key; plugin, when set,
+// is counted in the key's Plugins.
+func (t *tally) add(key, plugin string, finished, nodes int64) {
+	c := t.counts[key]
+	if c == nil {
+		c = &keyCount{RejectionCount: v1alpha1.RejectionCount{Key: key}}
+		t.counts[key] = c
 	}
-	switch rq.By {
-	case v1alpha1.ByPlugin:
-		rows, err := s.db.QueryContext(ctx, `SELECT plugin, attempt_id, finished, nodes FROM rejections`+where, args...)
-		if err != nil {
-			return nil, fmt.Errorf("counting rejections: %w", err)
+	c.Attempts++
+	c.Nodes += nodes
+	if plugin != "" {
+		if c.Plugins == nil {
+			c.Plugins = map[string]int64{}
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var plugin string
-			var id, finished, nodes int64
-			if err := rows.Scan(&plugin, &id, &finished, &nodes); err != nil {
-				return nil, fmt.Errorf("counting rejections: %w", err)
-			}
-			// One row per attempt and plugin.
-			c := get(plugin)
-			c.Attempts++
-			c.Nodes += nodes
-			if b := bucketOf(finished); b >= 0 {
-				c.Series[b].Attempts++
-				c.Series[b].Nodes += nodes
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	case v1alpha1.ByNode:
-		rows, err := s.db.QueryContext(ctx, `SELECT plugin, finished, node_names FROM rejections`+where, args...)
-		if err != nil {
-			return nil, fmt.Errorf("counting rejections: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var plugin string
-			var finished int64
-			var names []byte
-			if err := rows.Scan(&plugin, &finished, &names); err != nil {
-				return nil, fmt.Errorf("counting rejections: %w", err)
-			}
-			nodes, err := decodeNodes(names)
-			if err != nil {
-				return nil, err
-			}
-			b := bucketOf(finished)
-			for _, n := range nodes {
-				c := get(n)
-				if c.Plugins == nil {
-					c.Plugins = map[string]int64{}
-				}
-				// A node gets one verdict per attempt.
-				c.Attempts++
-				c.Nodes++
-				c.Plugins[plugin]++
-				if b >= 0 {
-					c.Series[b].Attempts++
-					c.Series[b].Nodes++
-				}
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("unknown grouping %q", rq.By)
+		c.Plugins[plugin] += nodes
 	}
-	out := make([]v1alpha1.RejectionCount, 0, len(counts))
-	for _, c := range counts {
-		out = append(out, *c)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Nodes != out[j].Nodes {
-			return out[i].Nodes > out[j].Nodes
+	if t.buckets > 0 {
+		if c.inBucket == nil {
+			c.inBucket = map[int][2]int64{}
 		}
-		return out[i].Key < out[j].Key
+		b := min(int((finished-t.q.Since.UnixNano())/int64(t.q.Step)), t.buckets-1)
+		n := c.inBucket[b]
+		c.inBucket[b] = [2]int64{n[0] + 1, n[1] + nodes}
+	}
+}
+
+// result returns the counts, most nodes first, up to the query's limit.
+func (t *tally) result() []v1alpha1.RejectionCount {
+	kept := make([]*keyCount, 0, len(t.counts))
+	for _, c := range t.counts {
+		kept = append(kept, c)
+	}
+	slices.SortFunc(kept, func(a, b *keyCount) int {
+		return cmp.Or(cmp.Compare(b.Nodes, a.Nodes), strings.Compare(a.Key, b.Key))
 	})
-	if rq.Limit > 0 && len(out) > rq.Limit {
-		out = out[:rq.Limit]
+	if t.q.Limit > 0 && len(kept) > t.q.Limit {
+		kept = kept[:t.q.Limit]
 	}
-	return out, nil
+	out := make([]v1alpha1.RejectionCount, len(kept))
+	for i, c := range kept {
+		out[i] = c.RejectionCount
+		if t.buckets == 0 {
+			continue
+		}
+		out[i].Series = make([]v1alpha1.RejectionBucket, t.buckets)
+		for b := range out[i].Series {
+			n := c.inBucket[b]
+			out[i].Series[b] = v1alpha1.RejectionBucket{Start: t.q.Since.Add(time.Duration(b) * t.q.Step).UTC(), Attempts: n[0], Nodes: n[1]}
+		}
+	}
+	return out
 }
 
 // Stats implements store.Reader.

@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -467,40 +465,13 @@ func TestAppendStoresTheSchedulersJSON(t *testing.T) {
 	}
 }
 
-// TestReadsGzipRecords checks that records and node lists written as gzip,
-// before records were stored as zstd, are still read.
-func TestReadsGzipRecords(t *testing.T) {
-	a := recordtest.MakeAttempt("ns", "p", "uid").Rejected("TaintToleration", "taint", "n2").Passed("n1").Obj()
-	raw, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
+// TestDecodeRejectsCorruptRecords checks that stored bytes that are not a
+// zstd frame are an error, not a record.
+func TestDecodeRejectsCorruptRecords(t *testing.T) {
+	if _, err := decodeAttempt([]byte("not zstd")); err == nil {
+		t.Error("decoding bytes that are not zstd succeeded")
 	}
-	gzipped := func(data []byte) []byte {
-		var buf bytes.Buffer
-		w := gzip.NewWriter(&buf)
-		if _, err := w.Write(data); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
-	got, err := decodeAttempt(gzipped(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(a, got); diff != "" {
-		t.Errorf("gzip record (-want +got):\n%s", diff)
-	}
-	nodes, err := decodeNodes(gzipped([]byte("n1\nn2")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"n1", "n2"}, nodes); diff != "" {
-		t.Errorf("gzip node names (-want +got):\n%s", diff)
-	}
-	if _, err := decodeAttempt([]byte("neither zstd nor gzip")); err == nil {
-		t.Error("decoding bytes that are neither zstd nor gzip succeeded")
+	if _, err := decodeNodes([]byte("not zstd")); err == nil {
+		t.Error("decoding node names that are not zstd succeeded")
 	}
 }

@@ -1,0 +1,56 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+func userVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestMigrations(t *testing.T) {
+	if len(migrations) != store.SchemaVersion {
+		t.Fatalf("SQLite has %d schema versions, the store's history has %d", len(migrations), store.SchemaVersion)
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	for range 2 { // a new file, then the same file again
+		st, err := Open(ctx, path, store.Retention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		if v := userVersion(t, path); v != store.SchemaVersion {
+			t.Fatalf("schema version %d after Open, want %d", v, store.SchemaVersion)
+		}
+	}
+
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(ctx, path, store.Retention{})
+	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this build's 1") {
+		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
+	}
+}
