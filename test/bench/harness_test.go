@@ -133,8 +133,8 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 	o := &observer{b: b, res: res, installed: map[*scheduler.Scheduler]bool{}}
 	// The scheduler's metrics, as it exports them: unregistered, they
 	// would observe nothing.
-	o.metrics = schedmetrics.New(schedmetrics.Sources{})
-	o.metrics.RegisterTo(k8smetrics.NewKubeRegistry())
+	o.metrics = schedmetrics.New()
+	o.metrics.RegisterTo(k8smetrics.NewKubeRegistry(), schedmetrics.Sources{})
 	if mode != "recording" {
 		var endpoint string
 		if mode == "tracing" {
@@ -175,22 +175,22 @@ func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _
 	}
 	o.installed[sched] = true
 	s := &session{observer: o, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
-	s.recorder = observe.NewRecorder(observe.Options{Sink: s.buffer, OnRecord: func(a *record.Attempt) {
-		o.metrics.ObserveRecord(a)
-		s.records.Add(1)
-	}})
 	// Each scheduler has a tracer of its own, as each scheduler process
 	// does, ended with its workload: the harness checks that a workload
 	// leaves no goroutine behind.
+	opts := observe.Options{Sink: s.buffer, OnRecord: func(a *record.Attempt) {
+		o.metrics.ObserveRecord(a)
+		s.records.Add(1)
+	}}
 	if o.endpoint != "" {
 		rate := int32(1_000_000)
 		t, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{Endpoint: &o.endpoint, SamplingRatePerMillion: &rate}, tracing.Options{})
 		if err != nil {
 			return err
 		}
-		s.tracer = t
-		s.recorder.SetTracer(t)
+		s.tracer, opts.Tracer = t, t
 	}
+	s.recorder = observe.NewRecorder(opts)
 	if err := s.recorder.Install(sched); err != nil {
 		return err
 	}

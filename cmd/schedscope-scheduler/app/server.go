@@ -121,11 +121,57 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 		cancel()
 	}()
 
-	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
-	streamServer := stream.NewServer(buffer, recordOpts.Bookmark)
-	var recorder *observe.Recorder
+	cc, err := completeConfig(ctx, opts)
+	if err != nil {
+		return err
+	}
+	recorder, streamServer, shutdown, err := newRecorder(ctx, cc, recordOpts, tracingConfig)
+	if err != nil {
+		return err
+	}
+	defer shutdown()
+	sched, err := newScheduler(ctx, opts, cc, recorder, registryOptions...)
+	if err != nil {
+		return err
+	}
+	fg.(featuregate.MutableFeatureGate).AddMetrics()
+	opts.ComponentGlobalsRegistry.AddMetrics()
+	if err := serveStream(ctx, recordOpts.BindAddress, streamServer); err != nil {
+		return err
+	}
+	go recorder.Run(ctx)
+	return kubeschedulerapp.Run(ctx, cc, sched)
+}
+
+// newRecorder builds the record pipeline: the tracer (when tracingConfig
+// is set), the recorder, the stream buffer and server, and the metrics
+// that observe them. shutdown flushes the tracer.
+func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, recordOpts *RecordOptions, tracingConfig *tracingapi.TracingConfiguration) (
+	recorder *observe.Recorder, streamServer *stream.Server, shutdown func(), err error) {
 	var tracer *tracing.Tracer
-	m := metrics.Register(metrics.Sources{
+	shutdown = func() {}
+	observeOpts := observe.Options{QueueSize: recordOpts.QueueSize}
+	if tracingConfig != nil {
+		profiles := make([]string, 0, len(cc.ComponentConfig.Profiles))
+		for _, p := range cc.ComponentConfig.Profiles {
+			profiles = append(profiles, p.SchedulerName)
+		}
+		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, Profiles: profiles}); err != nil {
+			return nil, nil, nil, fmt.Errorf("--tracing-config-file: %w", err)
+		}
+		shutdown = func() {
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tracer.Shutdown(shutdownCtx)
+		}
+		observeOpts.Tracer = tracer
+	}
+	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
+	streamServer = stream.NewServer(buffer, recordOpts.Bookmark)
+	m := metrics.New()
+	observeOpts.Sink, observeOpts.OnRecord = buffer, m.ObserveRecord
+	recorder = observe.NewRecorder(observeOpts)
+	err = metrics.Register(m, metrics.Sources{
 		BufferedRecords:       func() float64 { n, _, _ := buffer.Stats(); return float64(n) },
 		EvictedRecords:        func() float64 { _, _, evicted := buffer.Stats(); return float64(evicted) },
 		DroppedRecords:        func() float64 { return float64(recorder.Dropped()) },
@@ -135,83 +181,69 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 		SkippedAttempts:       func() float64 { return float64(tracer.SkippedAttempts()) },
 		MalformedTraceparents: func() float64 { return float64(tracer.MalformedTraceparents()) },
 	})
-	recorder = observe.NewRecorder(observe.Options{Sink: buffer, QueueSize: recordOpts.QueueSize, OnRecord: m.ObserveRecord})
-	cc, sched, err := Setup(ctx, opts, recorder, registryOptions...)
 	if err != nil {
-		return err
+		shutdown()
+		return nil, nil, nil, err
 	}
-	if tracingConfig != nil {
-		profiles := make([]string, 0, len(cc.ComponentConfig.Profiles))
-		for _, p := range cc.ComponentConfig.Profiles {
-			profiles = append(profiles, p.SchedulerName)
-		}
-		tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, Profiles: profiles})
-		if err != nil {
-			return fmt.Errorf("--tracing-config-file: %w", err)
-		}
-		defer func() {
-			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = tracer.Shutdown(shutdownCtx)
-		}()
-		recorder.SetTracer(tracer)
-	}
-	fg.(featuregate.MutableFeatureGate).AddMetrics()
-	opts.ComponentGlobalsRegistry.AddMetrics()
-
-	if recordOpts.BindAddress != "" {
-		ln, err := net.Listen("tcp", recordOpts.BindAddress)
-		if err != nil {
-			return fmt.Errorf("--record-stream-address: %w", err)
-		}
-		srv := &http.Server{Handler: streamMux(streamServer)}
-		go func() {
-			<-ctx.Done()
-			_ = srv.Close()
-		}()
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				klog.FromContext(ctx).Error(err, "Record stream stopped")
-			}
-		}()
-		klog.FromContext(ctx).Info("Serving the record stream", "address", ln.Addr().String(), "path", stream.Path)
-	}
-	go recorder.Run(ctx)
-	return kubeschedulerapp.Run(ctx, cc, sched)
+	return recorder, streamServer, shutdown, nil
 }
 
-func streamMux(h http.Handler) *http.ServeMux {
+// serveStream serves the record stream at address until ctx ends; an empty
+// address serves nothing.
+func serveStream(ctx context.Context, address string, h http.Handler) error {
+	if address == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return fmt.Errorf("--record-stream-address: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle(stream.Path, h)
-	return mux
+	srv := &http.Server{Handler: mux}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Record stream stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving the record stream", "address", ln.Addr().String(), "path", stream.Path)
+	return nil
 }
 
-// Setup is kube-scheduler's Setup with the scheduler's decisions recorded by
-// recorder: every plugin of every profile, in-tree or added by
-// outOfTreeRegistryOptions, is observed.
-func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorder, outOfTreeRegistryOptions ...kubeschedulerapp.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
-	if cfg, err := latest.Default(); err != nil {
-		return nil, nil, err
-	} else {
-		opts.ComponentConfig = cfg
+// completeConfig is kube-scheduler's configuration from opts, validated.
+func completeConfig(ctx context.Context, opts *options.Options) (*schedulerserverconfig.CompletedConfig, error) {
+	cfg, err := latest.Default()
+	if err != nil {
+		return nil, err
 	}
+	opts.ComponentConfig = cfg
 	if errs := opts.Validate(); len(errs) > 0 {
-		return nil, nil, utilerrors.NewAggregate(errs)
+		return nil, utilerrors.NewAggregate(errs)
 	}
 	c, err := opts.Config(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cc := c.Complete()
+	return &cc, nil
+}
 
+// newScheduler is kube-scheduler's scheduler with its decisions recorded by
+// recorder: every plugin of every profile, in-tree or added by
+// outOfTreeRegistryOptions, is observed.
+func newScheduler(ctx context.Context, opts *options.Options, cc *schedulerserverconfig.CompletedConfig, recorder *observe.Recorder, outOfTreeRegistryOptions ...kubeschedulerapp.Option) (*scheduler.Scheduler, error) {
 	outOfTreeRegistry := make(runtime.Registry)
 	for _, option := range outOfTreeRegistryOptions {
 		if err := option(outOfTreeRegistry); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if err := checkProfiles(cc.ComponentConfig.Profiles, outOfTreeRegistry); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	recorderFactory := func(name string) events.EventRecorderLogger {
@@ -238,13 +270,13 @@ func Setup(ctx context.Context, opts *options.Options, recorder *observe.Recorde
 		}),
 	)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := recorder.Install(sched); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := options.LogOrWriteConfig(klog.FromContext(ctx), opts.WriteConfigTo, &cc.ComponentConfig, completedProfiles); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &cc, sched, nil
+	return sched, nil
 }

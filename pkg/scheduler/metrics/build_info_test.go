@@ -54,7 +54,7 @@ func TestBuildInfo(t *testing.T) {
 // the versions the binary was linked with.
 func TestBuildInfoOfRunningBinary(t *testing.T) {
 	registry := metrics.NewKubeRegistry()
-	New(Sources{}).RegisterTo(registry)
+	New().RegisterTo(registry, Sources{})
 	want := buildInfoHeader + fmt.Sprintf("schedscope_build_info{k8s_version=%q,version=%q} 1\n", k8sversion.Get().GitVersion, version.Version)
 	if err := testutil.GatherAndCompare(registry, strings.NewReader(want), buildInfoName); err != nil {
 		t.Error(err)

@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -60,12 +61,11 @@ type Metrics struct {
 	FilterVerdicts        *metrics.CounterVec
 	PluginDuration        *metrics.HistogramVec
 	scores                *scoreCollector
-	pipeline              *pipelineCollector
 	buildInfo             *buildInfoCollector
 }
 
-// New returns unregistered metrics reading sources.
-func New(sources Sources) *Metrics {
+// New returns unregistered metrics.
+func New() *Metrics {
 	return &Metrics{
 		Attempts: metrics.NewCounterVec(&metrics.CounterOpts{
 			Namespace: namespace, Subsystem: "attempts", Name: "total",
@@ -104,7 +104,6 @@ func New(sources Sources) *Metrics {
 			StabilityLevel: metrics.ALPHA,
 		}, []string{labelProfile, labelPlugin, labelPoint}),
 		scores:    newScoreCollector(scoreHistogramOpts()),
-		pipeline:  newPipelineCollector(sources),
 		buildInfo: newRunningBuildInfoCollector(),
 	}
 }
@@ -121,26 +120,25 @@ type Registry interface {
 	CustomMustRegister(...metrics.StableCollector)
 }
 
-// RegisterTo registers the metrics with r.
-func (m *Metrics) RegisterTo(r Registry) {
+// RegisterTo registers the metrics with r, and the pipeline's counters
+// read from sources.
+func (m *Metrics) RegisterTo(r Registry, sources Sources) {
 	r.MustRegister(m.registerables()...)
-	r.CustomMustRegister(m.scores, m.pipeline, m.buildInfo)
+	r.CustomMustRegister(m.scores, newPipelineCollector(sources), m.buildInfo)
 }
 
-var (
-	registerOnce sync.Once
-	registered   *Metrics
-)
+var registerOnce sync.Once
 
-// Register creates the metrics and registers them with the global registry
-// served at the scheduler's /metrics. Only the first call registers; every
-// call returns the registered metrics.
-func Register(sources Sources) *Metrics {
+// Register registers m with the global registry served at the scheduler's
+// /metrics. Only the first call registers: the global registry takes one
+// set of metrics.
+func Register(m *Metrics, sources Sources) error {
+	err := errors.New("the scheduler's metrics are already registered")
 	registerOnce.Do(func() {
-		registered = New(sources)
-		registered.RegisterTo(globalRegistry{})
+		m.RegisterTo(globalRegistry{}, sources)
+		err = nil
 	})
-	return registered
+	return err
 }
 
 // globalRegistry is the registry served at the scheduler's /metrics.
@@ -158,7 +156,7 @@ func (m *Metrics) Names() []string {
 		names = append(names, r.FQName())
 	}
 	names = append(names, m.scores.normalized.name, m.scores.weighted.name)
-	for _, d := range m.pipeline.descs {
+	for _, d := range newPipelineCollector(Sources{}).descs {
 		names = append(names, d.name)
 	}
 	names = append(names, buildInfoName)

@@ -19,8 +19,8 @@ import (
 
 func TestObserveRecord(t *testing.T) {
 	registry := metrics.NewKubeRegistry()
-	m := New(Sources{DroppedRecords: func() float64 { return 3 }})
-	m.RegisterTo(registry)
+	m := New()
+	m.RegisterTo(registry, Sources{DroppedRecords: func() float64 { return 3 }})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	m.ObserveRecord(&record.Attempt{
 		Profile: "p", Result: record.ResultUnschedulable,
@@ -95,7 +95,7 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?m)^\\| `(schedscope_[a-z_]+)` \\|").FindAllSubmatch(readme, -1) {
 		documented = append(documented, string(m[1]))
 	}
-	names := New(Sources{}).Names()
+	names := New().Names()
 	sort.Strings(documented)
 	sort.Strings(names)
 	if diff := cmp.Diff(names, documented); diff != "" {
@@ -108,8 +108,8 @@ func TestREADMEListsEveryMetric(t *testing.T) {
 // observed on its own.
 func TestScoreHistogramsMatchObserve(t *testing.T) {
 	registry := metrics.NewKubeRegistry()
-	m := New(Sources{})
-	m.RegisterTo(registry)
+	m := New()
+	m.RegisterTo(registry, Sources{})
 
 	reference := metrics.NewKubeRegistry()
 	normalizedOpts, weightedOpts := scoreHistogramOpts()
@@ -186,8 +186,8 @@ func TestScoreHistogramsMatchObserve(t *testing.T) {
 // TestScoreHistogramsScrapedWhileObserving is for the race detector.
 func TestScoreHistogramsScrapedWhileObserving(t *testing.T) {
 	registry := metrics.NewKubeRegistry()
-	m := New(Sources{})
-	m.RegisterTo(registry)
+	m := New()
+	m.RegisterTo(registry, Sources{})
 	rec := &record.Attempt{Profile: "p", Result: record.ResultScheduled, Scores: &record.Scores{
 		Plugins: []record.ScorePlugin{{Name: "ImageLocality"}},
 		Nodes:   []record.NodeScore{{Node: "a", Normalized: []int64{40}, Weighted: []int64{80}}},
@@ -235,8 +235,8 @@ schedscope_score_normalized_count{plugin="ImageLocality",profile="p"} 1000
 // BenchmarkObserveRecord observes the record of a 5000-node attempt under
 // the default profile: 500 nodes scored by 8 plugins.
 func BenchmarkObserveRecord(b *testing.B) {
-	m := New(Sources{})
-	m.RegisterTo(metrics.NewKubeRegistry())
+	m := New()
+	m.RegisterTo(metrics.NewKubeRegistry(), Sources{})
 	rec := &record.Attempt{Profile: "default-scheduler", Result: record.ResultScheduled, Scores: &record.Scores{}}
 	for i := range 8 {
 		rec.Scores.Plugins = append(rec.Scores.Plugins, record.ScorePlugin{Name: fmt.Sprintf("Plugin%d", i), Weight: int64(i%3 + 1)})

@@ -85,9 +85,6 @@ func NewRecorder(opts Options) *Recorder {
 	}
 }
 
-// SetTracer sets the tracer of the records; call it before Run.
-func (r *Recorder) SetTracer(t Tracer) { r.opts.Tracer = t }
-
 // Dropped returns the number of attempts dropped because the record queue was full.
 func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 
