@@ -24,9 +24,11 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/sidecar/clustermetrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/follow"
-	"github.com/schedscope/schedscope/pkg/sidecar/health"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
+	"github.com/schedscope/schedscope/pkg/sidecar/podcheck"
+	"github.com/schedscope/schedscope/pkg/sidecar/probe"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 	"github.com/schedscope/schedscope/pkg/sidecar/web"
@@ -70,91 +72,37 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.NewMetrics(reg)
-
 	f, err := follow.New(follow.DefaultOptions(o.StreamURL), st, m)
 	if err != nil {
 		return fmt.Errorf("--stream-url: %w", err)
 	}
-
-	var servingInfo *server.SecureServingInfo
-	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
-		return fmt.Errorf("creating a self-signed serving certificate: %w", err)
+	servingInfo, authn, authz, err := o.serving()
+	if err != nil {
+		return err
 	}
-	if err := o.SecureServing.ApplyTo(&servingInfo); err != nil {
-		return fmt.Errorf("secure serving: %w", err)
-	}
-	if servingInfo == nil {
-		return fmt.Errorf("--secure-port 0 disables serving; the sidecar has nothing to do without it")
-	}
-	var authn server.AuthenticationInfo
-	if err := o.Authentication.ApplyTo(&authn, servingInfo, nil); err != nil {
-		return fmt.Errorf("delegated authentication: %w", err)
-	}
-	var authz server.AuthorizationInfo
-	if err := o.Authorization.ApplyTo(&authz); err != nil {
-		return fmt.Errorf("delegated authorization: %w", err)
-	}
-
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		Status: func() v1alpha1.FollowerStatus { return f.Status() }, TraceURL: o.TraceURL,
+		Status: f.Status, TraceURL: o.TraceURL,
 	}
 	if o.ClusterHealth {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		factory, err := o.watchCluster(ctx, m, reg)
 		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return fmt.Errorf("--kubeconfig: %w", err)
-		}
-		factory := informers.NewSharedInformerFactory(client, 0)
-		if _, err := health.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
 			return err
 		}
-		apiConfig.StillPending = health.StillPending(factory.Core().V1().Pods())
-		factory.Start(ctx.Done())
 		defer factory.Shutdown()
+		apiConfig.StillPending = podcheck.StillPending(factory.Core().V1().Pods())
 	}
-	apiHandler, err := api.New(apiConfig)
+	mux, err := o.handler(st, apiConfig, reg)
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.Handle("/healthz", ok)
-	mux.Handle("/livez", ok)
-	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := st.Cursor(r.Context()); err != nil {
-			// The answer is open to anyone; the error goes to the log only.
-			klog.FromContext(r.Context()).Error(err, "Not ready: the store does not answer")
-			http.Error(w, "store not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
-	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), authn.Authenticator, authz.Authorizer))
-	mux.Handle(v1alpha1.Prefix, apiHandler)
-	api.RegisterDiscovery(mux)
-	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
-
-	probeClient, err := o.probeClient()
+	prober, err := o.prober(m)
 	if err != nil {
 		return err
 	}
-	urls := map[string]string{}
-	if o.SchedulerHealthURL != "" {
-		urls[metrics.ProbeLiveness] = o.SchedulerHealthURL
-	}
-	if o.SchedulerReadyURL != "" {
-		urls[metrics.ProbeReadiness] = o.SchedulerReadyURL
-	}
-	prober := &health.Prober{URLs: urls, Client: probeClient, Interval: o.ProbeInterval, Metrics: m}
-
 	stoppedCh, _, err := servingInfo.Serve(mux, 10*time.Second, ctx.Done())
 	if err != nil {
 		return fmt.Errorf("serving: %w", err)
@@ -176,6 +124,94 @@ func (o *Options) Run(ctx context.Context) error {
 	<-done
 	<-stoppedCh
 	return nil
+}
+
+// serving returns where and to whom the sidecar serves: its TLS listener
+// and the delegated authentication and authorization.
+func (o *Options) serving() (*server.SecureServingInfo, *server.AuthenticationInfo, *server.AuthorizationInfo, error) {
+	var servingInfo *server.SecureServingInfo
+	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
+		return nil, nil, nil, fmt.Errorf("creating a self-signed serving certificate: %w", err)
+	}
+	if err := o.SecureServing.ApplyTo(&servingInfo); err != nil {
+		return nil, nil, nil, fmt.Errorf("secure serving: %w", err)
+	}
+	if servingInfo == nil {
+		return nil, nil, nil, fmt.Errorf("--secure-port 0 disables serving; the sidecar has nothing to do without it")
+	}
+	var authn server.AuthenticationInfo
+	if err := o.Authentication.ApplyTo(&authn, servingInfo, nil); err != nil {
+		return nil, nil, nil, fmt.Errorf("delegated authentication: %w", err)
+	}
+	var authz server.AuthorizationInfo
+	if err := o.Authorization.ApplyTo(&authz); err != nil {
+		return nil, nil, nil, fmt.Errorf("delegated authorization: %w", err)
+	}
+	return servingInfo, &authn, &authz, nil
+}
+
+// watchCluster starts the informers behind the cluster metrics until ctx
+// ends; the caller shuts the factory down.
+func (o *Options) watchCluster(ctx context.Context, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	if _, err := clustermetrics.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
+		return nil, err
+	}
+	// The pending-pod check's informer must exist before Start.
+	factory.Core().V1().Pods().Informer()
+	factory.Start(ctx.Done())
+	return factory, nil
+}
+
+// handler serves the health endpoints, the metrics, the explain API with
+// its discovery documents, and the web page.
+func (o *Options) handler(st store.Store, apiConfig api.Config, reg *prometheus.Registry) (http.Handler, error) {
+	apiHandler, err := api.New(apiConfig)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/healthz", ok)
+	mux.Handle("/livez", ok)
+	mux.Handle("/readyz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := st.Cursor(r.Context()); err != nil {
+			// The answer is open to anyone; the error goes to the log only.
+			klog.FromContext(r.Context()).Error(err, "Not ready: the store does not answer")
+			http.Error(w, "store not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), apiConfig.Authenticator, apiConfig.Authorizer))
+	mux.Handle(v1alpha1.Prefix, apiHandler)
+	api.RegisterDiscovery(mux)
+	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
+	return mux, nil
+}
+
+// prober probes the scheduler's health endpoints the flags name.
+func (o *Options) prober(m *metrics.Metrics) (*probe.Prober, error) {
+	client, err := o.probeClient()
+	if err != nil {
+		return nil, err
+	}
+	urls := map[string]string{}
+	if o.SchedulerHealthURL != "" {
+		urls[metrics.ProbeLiveness] = o.SchedulerHealthURL
+	}
+	if o.SchedulerReadyURL != "" {
+		urls[metrics.ProbeReadiness] = o.SchedulerReadyURL
+	}
+	return &probe.Prober{URLs: urls, Client: client, Interval: o.ProbeInterval, Metrics: m}, nil
 }
 
 // maintain applies retention and refreshes the store metrics.
