@@ -1,4 +1,4 @@
-// Package kubectlplugin is the kubectl-schedscope command: "kubectl
+// Package app is the kubectl-schedscope command: "kubectl
 // schedscope explain pod/NAME" and "kubectl schedscope pending". It reads the
 // sidecar's explain API through the kube-apiserver, which serves it as an
 // aggregated API (or at a direct address), and prints tables, JSON or YAML,

@@ -1,4 +1,6 @@
-package health
+// Package probe probes the scheduler's health endpoints as the sidecar sees
+// them and exports the answers as schedscope_scheduler_up.
+package probe
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package health
+package podcheck
 
 import (
 	"context"

@@ -1,15 +1,16 @@
-package health
+package clustermetrics
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -38,37 +39,62 @@ func (p *podWrapper) node(n string) *podWrapper {
 	return p
 }
 func (p *podWrapper) phase(ph corev1.PodPhase) *podWrapper { p.Status.Phase = ph; return p }
-func (p *podWrapper) requests(cpu, mem string) *podWrapper {
-	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
-	return p
-}
-func (p *podWrapper) initRequests(cpu string) *podWrapper {
-	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "init",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}})
-	return p
-}
-func (p *podWrapper) overhead(cpu string) *podWrapper {
-	p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+func (p *podWrapper) deleting() *podWrapper {
+	t := metav1.NewTime(now)
+	p.DeletionTimestamp = &t
 	return p
 }
 func (p *podWrapper) obj() *corev1.Pod { return &p.Pod }
 
-func makeNode(name, cpu, mem string, unschedulable bool, effects ...corev1.TaintEffect) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       corev1.NodeSpec{Unschedulable: unschedulable},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}},
-	}
-	for i, e := range effects {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "k" + string(rune('a'+i)), Effect: e})
-	}
-	return n
-}
-
 func makeEvent(name, reason string, count int32) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Reason: reason, Count: count, Type: corev1.EventTypeWarning}
+}
+
+func TestPendingByProfile(t *testing.T) {
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		want map[string][]float64
+	}{
+		{name: "no pods", want: map[string][]float64{}},
+		{
+			name: "age buckets, upper bound excluded",
+			pods: []*corev1.Pod{
+				makePod("a", 0).obj(),
+				makePod("b", time.Minute).obj(),
+				makePod("c", 30*time.Minute-time.Second).obj(),
+				makePod("d", 2*time.Hour).obj(),
+				makePod("e", 48*time.Hour).obj(),
+			},
+			want: map[string][]float64{"default-scheduler": {1, 1, 1, 0, 2}},
+		},
+		{
+			name: "by profile",
+			pods: []*corev1.Pod{
+				makePod("a", time.Second).obj(),
+				makePod("b", 3*time.Hour).profile("batch").obj(),
+			},
+			want: map[string][]float64{"default-scheduler": {1, 0, 0, 0, 0}, "batch": {0, 0, 0, 0, 1}},
+		},
+		{
+			name: "bound, terminated and deleting pods do not wait",
+			pods: []*corev1.Pod{
+				makePod("bound", time.Second).node("node-1").obj(),
+				makePod("succeeded", time.Second).phase(corev1.PodSucceeded).obj(),
+				makePod("failed", time.Second).phase(corev1.PodFailed).obj(),
+				makePod("deleting", time.Second).deleting().obj(),
+			},
+			want: map[string][]float64{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pendingByProfile(tt.pods, now)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("pendingByProfile() (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestClusterMetrics(t *testing.T) {
@@ -79,10 +105,7 @@ func TestClusterMetrics(t *testing.T) {
 		makePod("mid", 3*time.Minute).obj(),
 		makePod("old", 3*time.Hour).profile("batch").obj(),
 		makePod("done", time.Hour).phase(corev1.PodSucceeded).obj(),
-		// Requests: max(500m containers, 1 init) + 100m overhead = 1.1 cores.
-		makePod("run", time.Hour).node("node-1").requests("500m", "1Gi").initRequests("1").overhead("100m").obj(),
-		makeNode("node-1", "4", "8Gi", true, corev1.TaintEffectNoSchedule),
-		makeNode("node-2", "2", "4Gi", false, corev1.TaintEffectNoExecute, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoSchedule),
+		makePod("run", time.Hour).node("node-1").obj(),
 		makeEvent("old-failure", "FailedScheduling", 5),
 	)
 	reg := prometheus.NewRegistry()
@@ -130,26 +153,6 @@ func TestClusterMetrics(t *testing.T) {
 	}
 
 	want := `
-# HELP schedscope_cluster_cpu_allocatable_cores CPU allocatable, summed over nodes.
-# TYPE schedscope_cluster_cpu_allocatable_cores gauge
-schedscope_cluster_cpu_allocatable_cores 6
-# HELP schedscope_cluster_cpu_requested_cores CPU requested by the non-terminated pods bound to nodes.
-# TYPE schedscope_cluster_cpu_requested_cores gauge
-schedscope_cluster_cpu_requested_cores 1.1
-# HELP schedscope_cluster_memory_allocatable_bytes Memory allocatable, summed over nodes.
-# TYPE schedscope_cluster_memory_allocatable_bytes gauge
-schedscope_cluster_memory_allocatable_bytes 1.2884901888e+10
-# HELP schedscope_cluster_memory_requested_bytes Memory requested by the non-terminated pods bound to nodes.
-# TYPE schedscope_cluster_memory_requested_bytes gauge
-schedscope_cluster_memory_requested_bytes 1.073741824e+09
-# HELP schedscope_cluster_nodes_cordoned Nodes marked unschedulable (cordoned).
-# TYPE schedscope_cluster_nodes_cordoned gauge
-schedscope_cluster_nodes_cordoned 1
-# HELP schedscope_cluster_nodes_tainted Nodes with at least one taint of the effect.
-# TYPE schedscope_cluster_nodes_tainted gauge
-schedscope_cluster_nodes_tainted{effect="NoExecute"} 1
-schedscope_cluster_nodes_tainted{effect="NoSchedule"} 2
-schedscope_cluster_nodes_tainted{effect="PreferNoSchedule"} 0
 # HELP schedscope_cluster_pending_pods Pods not yet bound to a node, by scheduler profile (spec.schedulerName) and age bucket.
 # TYPE schedscope_cluster_pending_pods gauge
 schedscope_cluster_pending_pods{age="0-1m",profile="batch"} 0
@@ -184,12 +187,22 @@ schedscope_pod_scheduling_duration_seconds_sum{profile="default-scheduler"} 90
 schedscope_pod_scheduling_duration_seconds_count{profile="default-scheduler"} 1
 `
 	names := []string{
-		"schedscope_cluster_cpu_allocatable_cores", "schedscope_cluster_cpu_requested_cores",
-		"schedscope_cluster_memory_allocatable_bytes", "schedscope_cluster_memory_requested_bytes",
-		"schedscope_cluster_nodes_cordoned", "schedscope_cluster_nodes_tainted", "schedscope_cluster_pending_pods",
-		"schedscope_cluster_scheduling_events_total", "schedscope_pod_scheduling_duration_seconds",
+		"schedscope_cluster_pending_pods", "schedscope_cluster_scheduling_events_total",
+		"schedscope_pod_scheduling_duration_seconds",
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
+	}
+	// Only the metrics above are exported from the cluster: what
+	// kube-state-metrics and the scheduler's /metrics/resources export is
+	// left to them.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "schedscope_cluster_") && !slices.Contains(names, f.GetName()) {
+			t.Errorf("unexpected cluster metric %s", f.GetName())
+		}
 	}
 }

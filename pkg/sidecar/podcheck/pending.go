@@ -1,8 +1,11 @@
-package health
+// Package podcheck checks what the sidecar's store says about a pod against
+// the pod as the cluster has it now, from a client-go pod informer.
+package podcheck
 
 import (
-	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 // StillPending returns a check that a pod the store lists as pending still
