@@ -21,7 +21,7 @@ TEST_ARTIFACTS := -artifacts -outputdir $(CURDIR)/_output/test
 # `make test RACE=` runs them without. The bench targets never use it.
 RACE ?= -race
 # Fuzz targets `make fuzz` runs, as package:target, each for FUZZTIME.
-FUZZ_TARGETS := ./pkg/sidecar/follow:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams
+FUZZ_TARGETS := ./pkg/stream:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams
 FUZZTIME ?= 60s
 # The local Go vulnerability database `make vulncheck` builds from golang.org/x/vulndb.
 VULNDB := $(CURDIR)/_output/vulndb
@@ -47,10 +47,15 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools
-build-tools: ## Build Jaeger and promtool, each from its own tools module, into bin/.
+build-tools: benchstat ## Build Jaeger, promtool and benchstat, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+
+.PHONY: benchstat
+benchstat: ## Build benchstat, which compares the benchmark's modes, from its tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools/benchstat && $(GO) build -o $(BIN)/benchstat golang.org/x/perf/cmd/benchstat
 
 .PHONY: generate
 generate: ## Regenerate the plugin shapes of the framework-equivalence test.
@@ -114,16 +119,12 @@ test-reliability: build ## Run the reliability tests alone (build tag reliabilit
 	$(GO) test -tags reliability -count=1 -timeout 60m -v $(TEST_FLAGS) ./test/reliability/...
 
 .PHONY: bench-smoke
-bench-smoke: build ## Run the overhead benchmark harness on its smallest workload, in every mode.
-	@mkdir -p $(BENCH_OUT)/smoke
-	for mode in plain recording tracing collector-down collector-slow; do \
-		ARTIFACTS=$(BENCH_OUT)/smoke $(GO) test ./test/bench -run '^$$' -bench '^BenchmarkPerfScheduling$$/^SchedulingBasic$$/^5Nodes$$' \
-			-benchtime=1x -perf-scheduling-label-filter= -schedscope-mode=$$mode -schedscope-require-records || exit 1; \
-	done
+bench-smoke: build benchstat ## Run the overhead benchmark harness on its smallest workload, once in every mode, every attempt recorded and read back; benchstat's table in _output/bench/smoke.
+	$(GO) run ./hack/bench -smoke -benchstat $(BIN)/benchstat -out $(BENCH_OUT)/smoke
 
 .PHONY: bench
-bench: build ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf) and the recorder micro-benchmarks; results in _output/bench.
-	$(GO) run ./hack/bench -out $(BENCH_OUT)
+bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf, compared with benchstat) and the recorder micro-benchmarks; results in _output/bench.
+	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
 
 .PHONY: verify
 verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered manifests.
@@ -136,6 +137,7 @@ verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered m
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/vuln && $(GO) mod tidy -diff
+	cd tools/benchstat && $(GO) mod tidy -diff
 	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
 		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify

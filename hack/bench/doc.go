@@ -1,0 +1,16 @@
+// Command bench measures what schedscope costs the scheduler. It runs the
+// upstream scheduler_perf workloads (test/bench) in five modes, plain
+// kube-scheduler, schedscope recording, schedscope recording and tracing
+// to a live receiver in its own process, and tracing to a collector that
+// is down or that never answers, interleaved, each run in its own process.
+//
+// Each run is written to perf.txt under -out as a line in the Go benchmark
+// format, its mode a sub-benchmark key
+// (BenchmarkPerfScheduling/SchedulingBasic/500Nodes/mode=recording), and
+// benchstat compares the modes (-col /mode): throughput, the scheduler's
+// own time per attempt, peak heap and CPU time, each mode against plain,
+// then the collector modes against recording. The recorder micro-benchmarks
+// and the sidecar's ingest rate follow. benchstat's tables are saved in
+// benchstat.txt, the micro-benchmarks in micro.txt, everything the runs
+// printed in results.txt.
+package main
