@@ -57,6 +57,11 @@ benchstat: ## Build benchstat, which compares the benchmark's modes, from its to
 	@mkdir -p $(BIN)
 	cd tools/benchstat && $(GO) build -o $(BIN)/benchstat golang.org/x/perf/cmd/benchstat
 
+.PHONY: golangci-lint
+golangci-lint: ## Build golangci-lint, which make verify runs, from its tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
 .PHONY: generate
 generate: ## Regenerate the plugin shapes of the framework-equivalence test.
 	$(GO) run ./hack/shapegen
@@ -127,17 +132,15 @@ bench: build benchstat ## Measure schedscope's overhead against plain kube-sched
 	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
 
 .PHONY: verify
-verify: ## Check formatting, vet, go.mod tidiness, generated code and rendered manifests.
-	@test -z "$$(gofmt -l cmd pkg test hack config manifests examples)" || { gofmt -l cmd pkg test hack config manifests examples; echo "gofmt needed"; exit 1; }
-	$(GO) vet ./...
-	$(GO) vet -tags reliability ./test/reliability/...
-	$(GO) vet -tags compat ./test/bench/...
-	cd examples/custom-scheduler && $(GO) vet ./... && $(GO) mod tidy -diff
+verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness, generated code and rendered manifests.
+	$(BIN)/golangci-lint run ./...
+	cd examples/custom-scheduler && $(BIN)/golangci-lint run ./... && $(GO) mod tidy -diff
 	$(GO) mod tidy -diff
 	cd tools/jaeger && $(GO) mod tidy -diff
 	cd tools/promtool && $(GO) mod tidy -diff
 	cd tools/vuln && $(GO) mod tidy -diff
 	cd tools/benchstat && $(GO) mod tidy -diff
+	cd tools/golangci-lint && $(GO) mod tidy -diff
 	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
 		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify

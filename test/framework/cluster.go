@@ -116,7 +116,7 @@ func (p *Process) Kill() {
 		return
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
+	<-p.done //nolint:errcheck // killed: the exit status says only that
 	p.done <- nil
 }
 
@@ -154,10 +154,10 @@ func (p *Process) Stop() {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.done: //nolint:errcheck // stopped: the exit status says only that
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		<-p.done //nolint:errcheck // killed
 	}
 	p.done <- nil
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/schedscope/schedscope/pkg/client"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/schedscope/schedscope/pkg/client"
 )
 
 // Output formats.

@@ -11,9 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 type pendingOptions struct {

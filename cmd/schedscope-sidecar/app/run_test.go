@@ -20,6 +20,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
@@ -44,7 +45,9 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "alice"}}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(tr)
+		if err := json.NewEncoder(w).Encode(tr); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
 	case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
 		var sar authorizationv1.SubjectAccessReview
 		if err := json.NewDecoder(r.Body).Decode(&sar); err != nil {
@@ -66,7 +69,9 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}[desc]
 		sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(sar)
+		if err := json.NewEncoder(w).Encode(sar); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
 	default:
 		http.Error(w, "not found", http.StatusNotFound)
 	}
@@ -98,10 +103,16 @@ current-context: x
 	}
 
 	buf := stream.NewBuffer(100, "e1")
-	buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").
-		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
-		Passed("n1").Scheduled("n1").Obj())
-	buf.Add(recordtest.MakeAttempt("shop", "db", "uid-db").Unschedulable("0/1 nodes are available").Obj())
+	for _, a := range []*record.Attempt{
+		recordtest.MakeAttempt("shop", "web", "uid-web").
+			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
+			Passed("n1").Scheduled("n1").Obj(),
+		recordtest.MakeAttempt("shop", "db", "uid-db").Unschedulable("0/1 nodes are available").Obj(),
+	} {
+		if err := buf.Add(a); err != nil {
+			t.Fatal(err)
+		}
+	}
 	streamSrv := httptest.NewServer(stream.NewServer(buf, time.Second))
 	defer streamSrv.Close()
 

@@ -65,7 +65,7 @@ func (*NodeLabelScore) Score(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nod
 
 func (p *NodeLabelScore) ScoreExtensions() fwk.ScoreExtensions { return p }
 
-// NormalizeScore scales the scores so that the highest is fwk.MaxNodeScore.
+// NormalizeScore scales the scores so that the highest is fwk.MaxScore.
 func (*NodeLabelScore) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	var highest int64
 	for _, s := range scores {
@@ -75,7 +75,7 @@ func (*NodeLabelScore) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1
 		return nil
 	}
 	for i := range scores {
-		scores[i].Score = scores[i].Score * fwk.MaxNodeScore / highest
+		scores[i].Score = scores[i].Score * fwk.MaxScore / highest
 	}
 	return nil
 }

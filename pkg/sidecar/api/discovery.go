@@ -3,8 +3,9 @@ package api
 import (
 	"net/http"
 
-	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 // groupVersion is the API's version as discovery documents name it.

@@ -29,6 +29,7 @@ import (
 // Its handler can be swapped to simulate a restart (a new epoch) or an
 // outage.
 type scheduler struct {
+	t       *testing.T
 	srv     *httptest.Server
 	handler atomic.Pointer[http.Handler]
 	buf     *stream.Buffer
@@ -36,7 +37,7 @@ type scheduler struct {
 
 func newScheduler(t *testing.T, size int, epoch string) *scheduler {
 	t.Helper()
-	s := &scheduler{}
+	s := &scheduler{t: t}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*s.handler.Load()).ServeHTTP(w, r)
 	}))
@@ -74,7 +75,9 @@ func (s *scheduler) url() string { return s.srv.URL + stream.Path }
 func (s *scheduler) add(n int) {
 	for range n {
 		next := int(s.buf.Last()) + 1
-		s.buf.Add(recordtest.MakeAttempt("ns", "p", "uid").Number(next).Obj())
+		if err := s.buf.Add(recordtest.MakeAttempt("ns", "p", "uid").Number(next).Obj()); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 }
 
@@ -288,7 +291,9 @@ func TestWatcherFallingBehindLosesExactlyWhatItMissed(t *testing.T) {
 	for i := 2; i <= total; i++ {
 		a := recordtest.MakeAttempt("ns", "p", "uid").Number(i).Obj()
 		a.Message = big
-		sched.buf.Add(a)
+		if err := sched.buf.Add(a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	gs.open()
 
@@ -467,7 +472,7 @@ func TestStalledListIsAbandoned(t *testing.T) {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("watch") == "" && stalls.Add(-1) >= 0 {
 			// Send half a list, then hang.
-			w.Write([]byte(`{"epoch":"e1","seq":2,"oldest":1,"items":[`))
+			_, _ = w.Write([]byte(`{"epoch":"e1","seq":2,"oldest":1,"items":[`))
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 			return

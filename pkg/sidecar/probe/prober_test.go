@@ -20,7 +20,7 @@ func TestProber(t *testing.T) {
 			http.Error(w, "[-]leaderElection failed", http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ok"))
+		_, _ = w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
 	reg := prometheus.NewRegistry()

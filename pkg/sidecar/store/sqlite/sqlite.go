@@ -116,7 +116,7 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 	if err != nil {
 		return fmt.Errorf("starting transaction: %w", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback()
 	ins, err := prepareInserts(ctx, tx)
 	if err != nil {
 		return err
