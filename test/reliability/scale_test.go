@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -63,11 +62,11 @@ func schedulerConfig(profile string) string {
 // behind than the buffer holds loses records, and the test fails with the
 // rates measured.
 func TestScale5000Nodes10000Pods(t *testing.T) {
-	cp := startControlPlane(t)
+	cp := framework.StartTestControlPlane(t)
 	client := fastClient(t, cp)
 
 	began := time.Now()
-	createNodes(t, client, nodeCount)
+	framework.CreateNodes(t, client, nodeCount)
 	t.Logf("%d Ready nodes created in %v", nodeCount, time.Since(began).Round(time.Millisecond))
 
 	// The baseline: plain kube-scheduler. Its pods are deleted before
@@ -423,12 +422,6 @@ func (w *podWatch) node(pod string) string {
 	return w.nodes[pod]
 }
 
-// startControlPlane starts etcd and kube-apiserver for one test, in a
-// directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *framework.ControlPlane {
-	return framework.StartTestControlPlane(t, "schedscope-reliability-")
-}
-
 // fastClient returns a client whose rate limit is far above what the
 // worker pools send: cp.Client's would pace the node and pod bursts.
 func fastClient(t *testing.T, cp *framework.ControlPlane) kubernetes.Interface {
@@ -440,24 +433,6 @@ func fastClient(t *testing.T, cp *framework.ControlPlane) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// createNodes creates n Ready nodes of 110 pods each, workers at a time.
-func createNodes(t *testing.T, client kubernetes.Interface, n int) {
-	t.Helper()
-	capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("256Gi")}
-	g, ctx := errgroup.WithContext(t.Context())
-	g.SetLimit(workers)
-	for i := range n {
-		g.Go(func() error {
-			name := fmt.Sprintf("node-%04d", i)
-			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: name}}}
-			return framework.CreateNode(ctx, client, node, capacity)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // startScheduler starts binary with the default profile under profile.

@@ -46,10 +46,10 @@ func TestControlPlaneOutage(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := startControlPlane(t)
+			cp := framework.StartTestControlPlane(t)
 			sched := startScheduler(t, cp, "schedscope-scheduler", noLeaderElection)
 			sc := startSidecar(t, cp, "schedscope-sidecar", sched)
-			createNodes(t, cp, 10)
+			framework.CreateNodes(t, cp.Client, 10)
 			createNamespace(t, cp, ns)
 			schedPid, sidecarPid := sched.Pid(), sc.Pid()
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -29,12 +28,6 @@ const (
 	// noLeaderElection is for tests of a single scheduler.
 	noLeaderElection = "--leader-elect=false"
 )
-
-// startControlPlane starts etcd and kube-apiserver for one test, in a
-// directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *framework.ControlPlane {
-	return framework.StartTestControlPlane(t, "schedscope-faults-")
-}
 
 func startScheduler(t *testing.T, cp *framework.ControlPlane, name string, extra ...string) *framework.Scheduler {
 	t.Helper()
@@ -54,19 +47,6 @@ func startSidecar(t *testing.T, cp *framework.ControlPlane, name string, s *fram
 	}
 	t.Cleanup(func() { sc.Stop() })
 	return sc
-}
-
-// createNodes creates n Ready nodes of 110 pods each.
-func createNodes(t *testing.T, cp *framework.ControlPlane, n int) {
-	t.Helper()
-	for i := range n {
-		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i)}}
-		if err := framework.CreateNode(context.Background(), cp.Client, node, v1.ResourceList{
-			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("256Gi"),
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 func createNamespace(t *testing.T, cp *framework.ControlPlane, name string) {

@@ -41,7 +41,7 @@ func TestLeaderKilled(t *testing.T) {
 		killAfter  = 300 // records of the first leader
 		ns         = "leader"
 	)
-	cp := startControlPlane(t)
+	cp := framework.StartTestControlPlane(t)
 	a := startScheduler(t, cp, "scheduler-a", leaderElection...)
 	var holderA string
 	poll(t, time.Minute, "scheduler-a to acquire the lease", func() (bool, error) {
@@ -51,7 +51,7 @@ func TestLeaderKilled(t *testing.T) {
 	b := startScheduler(t, cp, "scheduler-b", leaderElection...)
 	sa := startSidecar(t, cp, "sidecar-a", a)
 	sb := startSidecar(t, cp, "sidecar-b", b)
-	createNodes(t, cp, 10)
+	framework.CreateNodes(t, cp.Client, 10)
 	createNamespace(t, cp, ns)
 
 	start := time.Now()

@@ -22,10 +22,10 @@ func TestSidecarKilledDuringBurst(t *testing.T) {
 		killAfter  = 200 // records stored before the kill
 		ns         = "burst"
 	)
-	cp := startControlPlane(t)
+	cp := framework.StartTestControlPlane(t)
 	sched := startScheduler(t, cp, "schedscope-scheduler", noLeaderElection, "--record-buffer-size="+strconv.Itoa(bufferSize))
 	sc := startSidecar(t, cp, "schedscope-sidecar", sched)
-	createNodes(t, cp, 25)
+	framework.CreateNodes(t, cp.Client, 25)
 	createNamespace(t, cp, ns)
 	schedPid := sched.Pid()
 	sidecarPid := sc.Pid()

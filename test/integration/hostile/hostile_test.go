@@ -138,7 +138,7 @@ type hostilePod struct {
 
 func TestHostilePods(t *testing.T) {
 	ctx := context.Background()
-	cp := startControlPlane(t)
+	cp := framework.StartTestControlPlane(t)
 	client := cp.Client
 	createNodes(t, cp)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
@@ -230,12 +230,6 @@ func TestHostilePods(t *testing.T) {
 	sched.Stop()
 	expectNoPanic(t, sched.Process)
 	checkSpans(t, receiver, records)
-}
-
-// startControlPlane starts etcd and kube-apiserver for the test, in a
-// directory that is kept, with every log, when the test fails.
-func startControlPlane(t *testing.T) *framework.ControlPlane {
-	return framework.StartTestControlPlane(t, "schedscope-hostile-")
 }
 
 // createNodes creates four nodes of differing sizes: two with 63-byte
