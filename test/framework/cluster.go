@@ -1,7 +1,9 @@
-// Package cluster starts real control-plane processes for integration
-// tests: etcd, kube-apiserver and schedulers, each built from Go modules
-// into the bin directory (SCHEDSCOPE_BIN, default <repo>/bin) and listening
-// on loopback only.
+// Package framework is the harness the integration, end-to-end,
+// reliability and benchmark tests and make run share: it starts real
+// processes (etcd, kube-apiserver, schedulers, sidecars, OTLP receivers),
+// each built from Go modules into the bin directory (SCHEDSCOPE_BIN,
+// default <repo>/bin) and listening on loopback only, and creates and reads
+// the objects and records they act on.
 package framework
 
 import (

@@ -1,7 +1,7 @@
 // Package metrics defines the sidecar's Prometheus metrics: the follower's
 // own (records received and lost, relists, epoch changes, store size, ingest
 // errors), the scheduler's health as the sidecar sees it, and the cluster
-// scheduling health derived from pods, nodes and events. Every metric is
+// scheduling health derived from pods and events. Every metric is
 // prefixed schedscope_ and labelled only from closed sets.
 package metrics
 

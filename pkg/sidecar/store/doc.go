@@ -1,5 +1,5 @@
 // Package store defines where the sidecar keeps decision records: the Store
-// interface, the query and result types the explain API serves, and the
-// follower's cursor. Implementations live in sub-packages (sqlite); a server
+// interface and its queries; its answers are the explain API's types
+// (package v1alpha1), the follower's cursor among them. Implementations live in sub-packages (sqlite); a server
 // database can replace the embedded one by implementing Store.
 package store
