@@ -26,6 +26,9 @@ type RecordOptions struct {
 	TracingConfigFile string
 	// SlowAttempt is the duration above which an attempt is always traced.
 	SlowAttempt time.Duration
+	// FollowTraceparentSampling lets a pod's traceparent annotation decide
+	// whether its attempts are traced.
+	FollowTraceparentSampling bool
 }
 
 // NewRecordOptions returns the defaults.
@@ -41,6 +44,7 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Allow --record-stream-address to be a non-loopback address. The stream is not authenticated.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
 	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) for OpenTelemetry traces of scheduling attempts. Empty turns tracing off.")
+	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced. Off, the annotation only parents the trace and the sampling rate decides: whoever creates a pod writes its annotations.")
 	fs.DurationVar(&o.SlowAttempt, "tracing-slow-attempt-threshold", o.SlowAttempt, "Attempts that spend longer than this in the scheduler (queue wait excluded) are traced whatever the sampling rate, as are unschedulable and failed attempts. Negative turns the rule off.")
 }
 

@@ -25,7 +25,7 @@ func BenchmarkTrace(b *testing.B) {
 		{name: "not sampled", rate: 0},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tracing.NewSampler(&bm.rate, 0)))
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tracing.NewSampler(&bm.rate, 0, false)))
 			defer func() { _ = tp.Shutdown(context.Background()) }()
 			tr, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: ptr.To(bm.rate)},
 				tracing.Options{TracerProvider: tp})

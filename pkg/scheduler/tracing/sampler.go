@@ -11,25 +11,31 @@ import (
 )
 
 // NewSampler returns the sampler of schedscope's traces. It samples
-// ratePerMillion of the attempts, following the sampling decision of a
-// parent span when there is one (nil means 0: only attempts whose parent is
-// sampled), and it always samples an attempt that did not schedule its pod
-// or whose latency, queue wait excluded, exceeds slow (0 or less: no
-// latency rule).
+// ratePerMillion of the attempts (nil means 0), and it always samples an
+// attempt that did not schedule its pod or whose latency, queue wait
+// excluded, exceeds slow (0 or less: no latency rule). A remote parent, a
+// pod's TraceparentAnnotation, decides instead of the rate only when
+// followRemoteParent is set: the annotation is written by whoever creates
+// the pod, and its sampled flag would otherwise force tracing at any rate.
 //
 // Because a trace is built after the attempt finished, its root span starts
 // with the result and the latency as attributes, and the sampler decides on
 // them. Child spans carry neither, so they follow the root's decision.
-func NewSampler(ratePerMillion *int32, slow time.Duration) sdktrace.Sampler {
+func NewSampler(ratePerMillion *int32, slow time.Duration, followRemoteParent bool) sdktrace.Sampler {
 	var rate int32
 	if ratePerMillion != nil {
 		rate = *ratePerMillion
 	}
 	fraction := float64(rate) / 1e6
+	ratio := sdktrace.TraceIDRatioBased(fraction)
+	base := sdktrace.ParentBased(ratio)
+	if !followRemoteParent {
+		base = sdktrace.ParentBased(ratio, sdktrace.WithRemoteParentSampled(ratio), sdktrace.WithRemoteParentNotSampled(ratio))
+	}
 	return &sampler{
-		base: sdktrace.ParentBased(sdktrace.TraceIDRatioBased(fraction)),
+		base: base,
 		slow: slow,
-		desc: fmt.Sprintf("SchedscopeSampler{ratio=%g,slow=%s}", fraction, slow),
+		desc: fmt.Sprintf("SchedscopeSampler{ratio=%g,slow=%s,followRemoteParent=%t}", fraction, slow, followRemoteParent),
 	}
 }
 

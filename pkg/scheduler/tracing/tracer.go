@@ -70,6 +70,10 @@ type Options struct {
 	// remembered, to link the next attempt to it. 0 means
 	// DefaultPreviousAttempts.
 	PreviousAttempts int
+	// FollowTraceparentSampling lets the sampled flag of a pod's
+	// TraceparentAnnotation decide whether its attempts are traced, instead
+	// of the sampling rate.
+	FollowTraceparentSampling bool
 	// Profiles are the scheduler's profile names, set on the resource.
 	Profiles []string
 	// Version is the service.version; empty means the binary's version.
@@ -163,7 +167,7 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 		limits.AttributeValueLengthLimit = MaxAttributeLength
 		t.provider = sdktrace.NewTracerProvider(
 			sdktrace.WithRawSpanLimits(limits),
-			sdktrace.WithSampler(NewSampler(cfg.SamplingRatePerMillion, opts.SlowThreshold)),
+			sdktrace.WithSampler(NewSampler(cfg.SamplingRatePerMillion, opts.SlowThreshold, opts.FollowTraceparentSampling)),
 			sdktrace.WithSpanProcessor(t.queue),
 			sdktrace.WithResource(res),
 		)

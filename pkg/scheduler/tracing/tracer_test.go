@@ -25,10 +25,16 @@ import (
 // newRecordingTracer returns a Tracer whose spans go to a SpanRecorder,
 // through a provider with schedscope's sampler at rate (per million).
 func newRecordingTracer(t *testing.T, rate int32, slow time.Duration) (*tracing.Tracer, *tracetest.SpanRecorder) {
+	return newTracerFollowing(t, rate, slow, false)
+}
+
+// newTracerFollowing is newRecordingTracer whose sampler lets a pod's
+// traceparent decide when followRemoteParent is set.
+func newTracerFollowing(t *testing.T, rate int32, slow time.Duration, followRemoteParent bool) (*tracing.Tracer, *tracetest.SpanRecorder) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(tracing.NewSampler(&rate, slow)),
+		sdktrace.WithSampler(tracing.NewSampler(&rate, slow, followRemoteParent)),
 		sdktrace.WithSpanProcessor(sr),
 	)
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -551,20 +557,38 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func TestSamplerFollowsSampledRemoteParent(t *testing.T) {
-	tr, sr := newRecordingTracer(t, 0, time.Second)
-	rec := scheduledRecord("web", "uid")
-	sampled := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	if got := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: sampled}), rec); got == "" {
-		t.Errorf("attempt of a pod whose traceparent is sampled was not sampled at rate 0")
+// TestSamplerRemoteParent checks that a pod's traceparent decides whether
+// its attempts are traced only when the scheduler is told to follow it;
+// otherwise the rate decides, whatever the annotation's sampled flag.
+func TestSamplerRemoteParent(t *testing.T) {
+	const (
+		sampled    = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		notSampled = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	)
+	tests := []struct {
+		name       string
+		rate       int32
+		follow     bool
+		annotation string
+		want       bool
+	}{
+		{name: "sampled flag ignored at rate 0", rate: 0, annotation: sampled, want: false},
+		{name: "unsampled flag ignored at rate 100%", rate: 1_000_000, annotation: notSampled, want: true},
+		{name: "followed: sampled flag traces at rate 0", rate: 0, follow: true, annotation: sampled, want: true},
+		{name: "followed: unsampled flag skips at rate 100%", rate: 1_000_000, follow: true, annotation: notSampled, want: false},
 	}
-	notSampled := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
-	before := len(sr.Ended())
-	if got := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: notSampled}), rec); got != "" {
-		t.Errorf("attempt of a pod whose traceparent is not sampled was sampled: %q", got)
-	}
-	if len(sr.Ended()) != before {
-		t.Errorf("spans recorded for an unsampled attempt")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, sr := newTracerFollowing(t, tt.rate, time.Second, tt.follow)
+			rec := scheduledRecord("web", "uid")
+			got := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: tt.annotation}), rec)
+			if (got != "") != tt.want {
+				t.Errorf("traced: %v (trace %q), want %v", got != "", got, tt.want)
+			}
+			if !tt.want && len(sr.Ended()) != 0 {
+				t.Errorf("%d spans recorded for an unsampled attempt", len(sr.Ended()))
+			}
+		})
 	}
 }
 
