@@ -12,17 +12,23 @@ import (
 	"time"
 )
 
+// WriteTimeout bounds each write of a list or of a watch's batch of
+// events: a reader that stalls longer is disconnected, and the records its
+// answer held are released.
+const WriteTimeout = 30 * time.Second
+
 // Server serves a Buffer at Path.
 type Server struct {
-	buf      *Buffer
-	bookmark time.Duration
-	watchers atomic.Int64
+	buf          *Buffer
+	bookmark     time.Duration
+	writeTimeout time.Duration
+	watchers     atomic.Int64
 }
 
 // NewServer returns a server for buf that sends a bookmark on idle watches
 // every bookmark interval.
 func NewServer(buf *Buffer, bookmark time.Duration) *Server {
-	return &Server{buf: buf, bookmark: bookmark}
+	return &Server{buf: buf, bookmark: bookmark, writeTimeout: WriteTimeout}
 }
 
 // Watchers returns the number of open watches.
@@ -79,8 +85,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeGone(w, oldest, fmt.Sprintf("records after %d were dropped; the oldest buffered is %d", since, oldest))
 		return
 	}
+	s.setWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	_ = writeList(w, s.buf.Epoch(), since+uint64(len(items)), oldest, items)
+}
+
+// setWriteDeadline gives the answer's next writes the server's write
+// timeout to complete. A ResponseWriter without deadlines (a test
+// recorder) is written without.
+func (s *Server) setWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 }
 
 // writeList writes a List whose items are already encoded.
@@ -138,6 +152,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 			w.WriteHeader(http.StatusOK)
 			started = true
 		}
+		s.setWriteDeadline(w)
 		for _, it := range items {
 			if err := writeAdded(bw, it); err != nil {
 				return
@@ -155,6 +170,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 			return
 		case <-changed:
 		case <-ticker.C:
+			s.setWriteDeadline(w)
 			if err := enc.Encode(Event{Type: EventBookmark, Seq: since}); err != nil {
 				return
 			}

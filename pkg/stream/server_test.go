@@ -2,16 +2,20 @@ package stream
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 )
 
 func add(t *testing.T, b *Buffer, names ...string) {
@@ -204,5 +208,47 @@ func TestServerWatchEndsWhenOverrun(t *testing.T) {
 	var g Gone
 	if err := json.Unmarshal(body, &g); err != nil || resp.StatusCode != http.StatusGone || g.Oldest != 9 {
 		t.Errorf("watch from 3 after 10 adds to a buffer of 2: %s %s, want 410 with oldest 9", resp.Status, body)
+	}
+}
+
+// TestStalledWatcherIsDisconnected: a reader that opens a watch and never
+// reads is cut off once a write waits past the write timeout, so that the
+// records its answer holds are released. Without the deadline the watch
+// would block in its write for as long as the reader stays connected.
+func TestStalledWatcherIsDisconnected(t *testing.T) {
+	nodes := make([]string, 2000)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("node-with-a-long-name-to-fill-the-socket-buffers-%05d", i)
+	}
+	b := NewBuffer(200, "e")
+	s := NewServer(b, time.Hour)
+	s.writeTimeout = 200 * time.Millisecond
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "GET /?watch=true&since=0 HTTP/1.1\r\nHost: stream\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return s.Watchers() == 1, nil
+	}); err != nil {
+		t.Fatal("the watch never opened")
+	}
+	// About 30 MB of records, far more than the sockets buffer.
+	for i := range 200 {
+		a := recordtest.MakeAttempt("ns", fmt.Sprint("p", i), "uid").Rejected("TaintToleration", "taint", nodes...).Obj()
+		if err := b.Add(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.Watchers() == 0, nil
+	}); err != nil {
+		t.Errorf("a watch whose reader stalled is still open %v after the write timeout", 10*time.Second)
 	}
 }

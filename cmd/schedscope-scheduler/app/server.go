@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -156,7 +158,7 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		for _, p := range cc.ComponentConfig.Profiles {
 			profiles = append(profiles, p.SchedulerName)
 		}
-		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, Profiles: profiles}); err != nil {
+		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles}); err != nil {
 			return nil, nil, nil, fmt.Errorf("--tracing-config-file: %w", err)
 		}
 		shutdown = func() {
@@ -188,6 +190,11 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 	return recorder, streamServer, shutdown, nil
 }
 
+// streamMaxConnections caps the record stream's open connections; further
+// ones wait to be accepted. Each open watch may hold up to a buffer of
+// records while it writes them.
+const streamMaxConnections = 16
+
 // serveStream serves the record stream at address until ctx ends; an empty
 // address serves nothing.
 func serveStream(ctx context.Context, address string, h http.Handler) error {
@@ -200,7 +207,10 @@ func serveStream(ctx context.Context, address string, h http.Handler) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(stream.Path, h)
-	srv := &http.Server{Handler: mux}
+	// Readers are the sidecar and tools: a few connections, each one
+	// bounded in time and in header size (the stream bounds its writes).
+	ln = netutil.LimitListener(ln, streamMaxConnections)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
