@@ -119,21 +119,28 @@ func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.P
 			return sel, false
 		}
 		// The UID must be resolved to a name before it can be authorized.
-		// A caller learns that a UID exists only if it may get the pod.
-		latest, err := h.Store.Attempts(ctx, store.PodSelector{UID: uid}, 1)
+		// A caller that may not get the pod is answered as if no pod had
+		// the UID: neither the pod's name nor its existence is disclosed.
+		sel = store.PodSelector{UID: uid}
+		latest, err := h.Store.Attempts(ctx, sel, 1)
 		if err != nil {
 			h.fail(w, r, err)
 			return sel, false
 		}
-		if len(latest) == 0 {
-			writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempts recorded for pod UID %q", uid))
-			return sel, false
+		if len(latest) > 0 {
+			pod := latest[0].Pod
+			decision, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "get", pod.Namespace, pod.Name))
+			if decision != authorizer.DecisionAllow && err != nil {
+				klog.FromContext(ctx).Error(err, "Authorization failed", "user", u.GetName())
+				writeError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "authorization failed")
+				return sel, false
+			}
+			if decision == authorizer.DecisionAllow {
+				return sel, true
+			}
 		}
-		pod := latest[0].Pod
-		if !authorize(ctx, h.Authorizer, w, podAttributes(u, "get", pod.Namespace, pod.Name)) {
-			return sel, false
-		}
-		return store.PodSelector{UID: uid}, true
+		writeNotRecorded(w, sel)
+		return sel, false
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	if err := validatePod(ns, name); err != nil {
@@ -144,6 +151,11 @@ func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.P
 		return sel, false
 	}
 	return store.PodSelector{Namespace: ns, Name: name}, true
+}
+
+// writeNotRecorded answers 404: no attempts recorded for the pod of sel.
+func writeNotRecorded(w http.ResponseWriter, sel store.PodSelector) {
+	writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempts recorded for %s", describe(sel)))
 }
 
 func describe(sel store.PodSelector) string {
@@ -169,7 +181,7 @@ func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(items) == 0 {
-		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempts recorded for %s", describe(sel)))
+		writeNotRecorded(w, sel)
 		return
 	}
 	writeJSON(w, http.StatusOK, v1alpha1.AttemptList{Items: items})

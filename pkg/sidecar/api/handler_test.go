@@ -164,8 +164,8 @@ func TestPodEndpoints(t *testing.T) {
 		{name: "group out of range", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?group=9", wantCode: 400, wantBody: []string{`parameter \"group\": attempt 2 has 2 groups`}},
 		{name: "page", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?offset=1&limit=1", wantCode: 200, wantBody: []string{`"rows":[{"node":"n2"`, `"totalRows":3`}},
 		{name: "by uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-db/explain", wantCode: 200, wantBody: []string{`"name":"db"`}},
-		{name: "by uid forbidden", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-web/attempts", wantCode: 403},
-		{name: "by unknown uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-nope/attempts", wantCode: 404},
+		{name: "by uid forbidden, answered as absent", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-web/attempts", wantCode: 404, wantBody: []string{`no attempts recorded for pod UID \"uid-web\"`}},
+		{name: "by unknown uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid-nope/attempts", wantCode: 404, wantBody: []string{`no attempts recorded for pod UID \"uid-nope\"`}},
 		{name: "bad uid", user: "bob", path: "/apis/schedscope.io/v1alpha1/pods/uid%20x/attempts", wantCode: 400, wantBody: []string{`parameter \"uid\"`}},
 		{name: "unknown endpoint", user: "bob", path: "/apis/schedscope.io/v1alpha1/nodes", wantCode: 404},
 	}
@@ -181,6 +181,28 @@ func TestPodEndpoints(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForbiddenUIDAnswersAsAbsent: asked by UID for a pod it may not get,
+// a caller gets the very answer of a UID no pod has, for attempts and
+// explanations alike: neither the pod's name nor its existence shows.
+func TestForbiddenUIDAnswersAsAbsent(t *testing.T) {
+	e := newEnv(t, "bob get team-b/*")
+	for _, endpoint := range []string{"attempts", "explain"} {
+		code, forbidden := e.get(t, "bob", "/apis/schedscope.io/v1alpha1/pods/uid-web/"+endpoint)
+		absentCode, absent := e.get(t, "bob", "/apis/schedscope.io/v1alpha1/pods/uid-zzz/"+endpoint)
+		if code != http.StatusNotFound || absentCode != http.StatusNotFound {
+			t.Errorf("%s: forbidden %d, absent %d, want 404 for both", endpoint, code, absentCode)
+		}
+		if diff := cmp.Diff(string(absent), strings.ReplaceAll(string(forbidden), "uid-web", "uid-zzz")); diff != "" {
+			t.Errorf("%s: the forbidden UID's answer differs from the absent one's (-absent +forbidden):\n%s", endpoint, diff)
+		}
+		for _, leak := range []string{"web", "team-a"} {
+			if strings.Contains(strings.ReplaceAll(string(forbidden), "uid-web", ""), leak) {
+				t.Errorf("%s: the answer names %q: %s", endpoint, leak, forbidden)
+			}
+		}
 	}
 }
 

@@ -204,15 +204,16 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) (int, string) {
 }
 
 // TestAuthorization grants user viewer get on pods in namespace team-a
-// only: the viewer gets team-a's explanation, 403 for team-b's, and no or a
-// bad token gets 401.
+// only: the viewer gets team-a's explanation, 403 for team-b's asked by
+// name, 404 for team-b's asked by UID (as for a UID no pod has), and no or
+// a bad token gets 401.
 func TestAuthorization(t *testing.T) {
 	createNamespace(t, "team-a")
 	createNamespace(t, "team-b")
 	createNode(t, "auth-node", "8")
 	grantPodReader(t, "team-a")
 	createPod(t, "team-a", "mine", "100m")
-	createPod(t, "team-b", "theirs", "100m")
+	theirs := createPod(t, "team-b", "theirs", "100m")
 	waitForExplanation(t, "team-a", "mine", "scheduled")
 	waitForExplanation(t, "team-b", "theirs", "scheduled")
 
@@ -226,6 +227,9 @@ func TestAuthorization(t *testing.T) {
 		{"own namespace", explain("team-a", "mine"), framework.ViewerToken, http.StatusOK},
 		{"other namespace", explain("team-b", "theirs"), framework.ViewerToken, http.StatusForbidden},
 		{"other namespace, attempts", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/team-b/pods/theirs/attempts", sidecar.URL), framework.ViewerToken, http.StatusForbidden},
+		// By UID the pod is unnamed: forbidden answers as absent.
+		{"other namespace by UID", fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/pods/%s/explain", sidecar.URL, theirs.UID), framework.ViewerToken, http.StatusNotFound},
+		{"unknown UID", sidecar.URL + "/apis/schedscope.io/v1alpha1/pods/00000000-0000-0000-0000-000000000000/explain", framework.ViewerToken, http.StatusNotFound},
 		{"no token", explain("team-a", "mine"), "", http.StatusUnauthorized},
 		{"bad token", explain("team-a", "mine"), "not-a-token", http.StatusUnauthorized},
 	} {
@@ -237,9 +241,13 @@ func TestAuthorization(t *testing.T) {
 			if code != tt.want {
 				t.Errorf("GET %s: %d, want %d: %s", tt.url, code, tt.want, body)
 			}
-			// A refusal names what was asked, never what was decided.
+			// A refusal names what was asked, never what was decided,
+			// and never a pod that was asked for by UID.
 			if code != http.StatusOK && (strings.Contains(string(body), "auth-node") || strings.Contains(string(body), "scheduled")) {
 				t.Errorf("a refusal leaks the pod's explanation: %s", body)
+			}
+			if strings.Contains(tt.url, "/pods/"+string(theirs.UID)) && (strings.Contains(string(body), "theirs") || strings.Contains(string(body), "team-b")) {
+				t.Errorf("the answer for a UID names the pod: %s", body)
 			}
 		})
 	}
