@@ -27,6 +27,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/clustermetrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/follow"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
+	"github.com/schedscope/schedscope/pkg/sidecar/namespaces"
 	"github.com/schedscope/schedscope/pkg/sidecar/podcheck"
 	"github.com/schedscope/schedscope/pkg/sidecar/probe"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
@@ -88,7 +89,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Status: f.Status, TraceURL: o.TraceURL,
 	}
 	if o.ClusterHealth {
-		factory, err := o.watchCluster(ctx, m, reg)
+		factory, err := o.watchCluster(ctx, st, m, reg)
 		if err != nil {
 			return err
 		}
@@ -150,9 +151,10 @@ func (o *Options) serving() (*server.SecureServingInfo, *server.AuthenticationIn
 	return servingInfo, &authn, &authz, nil
 }
 
-// watchCluster starts the informers behind the cluster metrics until ctx
-// ends; the caller shuts the factory down.
-func (o *Options) watchCluster(ctx context.Context, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, error) {
+// watchCluster starts the informers behind the cluster metrics, the
+// pending list's check and the deletion of deleted namespaces' records,
+// until ctx ends; the caller shuts the factory down.
+func (o *Options) watchCluster(ctx context.Context, st store.Store, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
@@ -163,6 +165,9 @@ func (o *Options) watchCluster(ctx context.Context, m *metrics.Metrics, reg prom
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if _, err := clustermetrics.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
+		return nil, err
+	}
+	if err := namespaces.Forget(ctx, factory.Core().V1().Namespaces(), client.CoreV1(), st); err != nil {
 		return nil, err
 	}
 	// The pending-pod check's informer must exist before Start.

@@ -72,6 +72,9 @@ type Store interface {
 	// Prune applies the retention policy and returns the number of
 	// attempts removed.
 	Prune(ctx context.Context, now time.Time) (int, error)
+	// DeleteNamespace removes every attempt of the pods of namespace, and
+	// returns how many it removed.
+	DeleteNamespace(ctx context.Context, namespace string) (int, error)
 	Close() error
 }
 

@@ -331,3 +331,33 @@ func TestRestartLosesNothing(t *testing.T) {
 		t.Errorf("the sidecar reports %d records lost, want 0: %s", status.Follower.Cursor.Lost, body)
 	}
 }
+
+// TestDeletedNamespaceRecordsGo: once a namespace is being deleted, the
+// sidecar deletes its records, so that a namespace created later under the
+// same name reads nothing of this one. (No namespace controller runs here:
+// the namespace stays Terminating, which is when the records must go.)
+func TestDeletedNamespaceRecordsGo(t *testing.T) {
+	createNamespace(t, "short-lived")
+	createNode(t, "short-lived-node", "4")
+	pod := createPod(t, "short-lived", "web", "100m")
+	waitForExplanation(t, "short-lived", "web", "scheduled")
+
+	if err := cp.Client.CoreV1().Namespaces().Delete(context.Background(), "short-lived", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/apis/schedscope.io/v1alpha1/namespaces/short-lived/pods/web/explain",
+		"/apis/schedscope.io/v1alpha1/pods/" + string(pod.UID) + "/attempts",
+	} {
+		var code int
+		var body []byte
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			var err error
+			code, body, err = framework.GetAs(sidecar.URL+path, cp.Config.BearerToken)
+			return err == nil && code == http.StatusNotFound, nil
+		})
+		if err != nil {
+			t.Errorf("GET %s after its namespace was deleted: %d %s, want 404", path, code, body)
+		}
+	}
+}

@@ -625,3 +625,28 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	}
 	return removed, nil
 }
+
+// DeleteNamespace implements store.Store.
+func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (removed int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("starting transaction: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE namespace = ?`, namespace)
+	if err != nil {
+		return 0, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
+	}
+	n, _ := res.RowsAffected()
+	for _, q := range []string{`DELETE FROM rejections WHERE namespace = ?`, `DELETE FROM pods WHERE namespace = ?`} {
+		if _, err := tx.ExecContext(ctx, q, namespace); err != nil {
+			return 0, fmt.Errorf("deleting the index of namespace %q: %w", namespace, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("committing the deletion of namespace %q: %w", namespace, err)
+	}
+	return int(n), nil
+}

@@ -475,3 +475,47 @@ func TestDecodeRejectsCorruptRecords(t *testing.T) {
 		t.Error("decoding node names that are not zstd succeeded")
 	}
 }
+
+// TestDeleteNamespace: deleting namespace a removes its attempts, pods and
+// rejections, and nothing of namespace b.
+func TestDeleteNamespace(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(fixture()...)); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.DeleteNamespace(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed != 3 {
+		t.Errorf("removed %d attempts, want namespace a's 3", removed)
+	}
+	nss, err := s.Namespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b"}, nss); diff != "" {
+		t.Errorf("namespaces left (-want +got):\n%s", diff)
+	}
+	for _, sel := range []store.PodSelector{{Namespace: "a", Name: "p1"}, {UID: "uid-3"}} {
+		if _, err := s.Attempt(ctx, sel, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("attempt of %+v after its namespace was deleted: %v, want ErrNotFound", sel, err)
+		}
+	}
+	rejections, err := s.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1alpha1.RejectionCount{{Key: "NodeResourcesFit", Attempts: 2, Nodes: 3}, {Key: "TaintToleration", Attempts: 1, Nodes: 1}}
+	if diff := cmp.Diff(want, rejections); diff != "" {
+		t.Errorf("rejections left, namespace b's only (-want +got):\n%s", diff)
+	}
+	stats, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Attempts != 2 || stats.Pods != 1 {
+		t.Errorf("stats %+v, want namespace b's 2 attempts of 1 pod", stats)
+	}
+}
