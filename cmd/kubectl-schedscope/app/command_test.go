@@ -55,7 +55,8 @@ func fixture() []*record.Attempt {
 }
 
 // sidecar serves the real API over a store holding fixture(); it
-// authenticates "Bearer <user>" and lets "alice" do anything.
+// authenticates "Bearer <user>", lets "alice" do anything and "carol"
+// anything but list nodes.
 func sidecar(t *testing.T) http.Handler {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
@@ -74,7 +75,8 @@ func sidecar(t *testing.T) http.Handler {
 		return &authenticator.Response{User: &user.DefaultInfo{Name: name}}, true, nil
 	})
 	authz := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-		if a.GetUser().GetName() == "alice" {
+		switch name := a.GetUser().GetName(); {
+		case name == "alice", name == "carol" && a.GetResource() != "nodes":
 			return authorizer.DecisionAllow, "", nil
 		}
 		return authorizer.DecisionNoOpinion, "", nil
@@ -157,6 +159,7 @@ func TestExitCodesAndFormats(t *testing.T) {
 	defer srv.Close()
 	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
 	bob := kubeconfig(t, "https://apiserver.invalid", "bob", "shop")
+	carol := kubeconfig(t, "https://apiserver.invalid", "carol", "shop")
 	tests := []struct {
 		name       string
 		args       []string
@@ -170,6 +173,9 @@ func TestExitCodesAndFormats(t *testing.T) {
 		{name: "why not node", args: []string{"explain", "pod/web", "--node", "tainted-node", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"node tainted-node was rejected at Filter by TaintToleration"}},
 		{name: "unknown node", args: []string{"explain", "pod/web", "--node", "ghost", "--kubeconfig", alice}, wantCode: ExitNotFound},
 		{name: "forbidden", args: []string{"explain", "pod/web", "--kubeconfig", bob}, wantCode: ExitFailure, wantErrOut: []string{"403"}},
+		{name: "nodes hidden", args: []string{"explain", "pod/web", "--kubeconfig", carol}, wantCode: ExitOK, wantOut: []string{
+			"NODES  VERDICT        PLUGIN            REASONS", "2      rejected       NodeResourcesFit  Insufficient cpu", "hidden: you may not list nodes"}},
+		{name: "why not node needs list nodes", args: []string{"explain", "pod/web", "--node", "small-1", "--kubeconfig", carol}, wantCode: ExitFailure, wantErrOut: []string{"cannot list nodes"}},
 		{name: "no argument", args: []string{"explain", "--kubeconfig", alice}, wantCode: ExitUsage},
 		{name: "bad argument", args: []string{"explain", "deploy/web/x", "--kubeconfig", alice}, wantCode: ExitUsage},
 		{name: "bad output", args: []string{"explain", "pod/web", "-o", "xml", "--kubeconfig", alice}, wantCode: ExitUsage, wantErrOut: []string{"--output"}},
@@ -270,5 +276,24 @@ func TestAggregatedRoute(t *testing.T) {
 	code, _, errOut = run(t, "explain", "pod/web", "--kubeconfig", kc)
 	if code != ExitFailure || !strings.Contains(errOut, "is the APIService v1alpha1.schedscope.io installed") {
 		t.Errorf("no APIService: exit code %d (want 1, not 4: the pod was not looked up); stderr %s", code, errOut)
+	}
+}
+
+// TestExplainWithoutNodeRights: a caller who may not list nodes sees no
+// node but the pod's own (which the pod shows too).
+func TestExplainWithoutNodeRights(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	carol := kubeconfig(t, "https://apiserver.invalid", "carol", "shop")
+	for _, output := range []string{"table", "json"} {
+		code, out, errOut := run(t, "explain", "pod/web", "-o", output, "--kubeconfig", carol, "--server", srv.URL)
+		if code != ExitOK {
+			t.Fatalf("-o %s: exit code %d: %s", output, code, errOut)
+		}
+		for _, node := range []string{"big-1", "big-3", "small-1", "small-2", "tainted-node", "far-1"} {
+			if strings.Contains(out, node) {
+				t.Errorf("-o %s names node %s:\n%s", output, node, out)
+			}
+		}
 	}
 }

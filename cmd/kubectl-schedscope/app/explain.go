@@ -177,7 +177,29 @@ func (o *Options) print(v any, table func(io.Writer)) error {
 	}
 }
 
-// PrintExplanation prints an explanation as a header and a per-node table.
+// printGroups prints the nodes grouped by verdict: how many, which plugin,
+// which reasons.
+func printGroups(w io.Writer, groups []v1alpha1.Group) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODES\tVERDICT\tPLUGIN\tREASONS")
+	for _, g := range groups {
+		verdict, plugin, reasons := g.Verdict, g.Plugin, strings.Join(g.Reasons, "; ")
+		if g.Verdict == record.VerdictPassed {
+			verdict = "feasible"
+		}
+		if plugin == "" {
+			plugin = "-"
+		}
+		if reasons == "" {
+			reasons = g.NotEvaluatedReason
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", g.Nodes, verdict, plugin, reasons)
+	}
+	tw.Flush()
+}
+
+// PrintExplanation prints an explanation as a header and a per-node table,
+// or, when the caller may not see the nodes, a table of verdict groups.
 func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
 	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
@@ -202,6 +224,11 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 		fmt.Fprintf(w, "Detail:   %d more details not kept\n", e.DetailsCut)
 	}
 	fmt.Fprintln(w)
+	if e.NodesHidden {
+		printGroups(w, e.Groups)
+		fmt.Fprintln(w, "\nNode names, per-node verdicts and scores are hidden: you may not list nodes.")
+		return
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"NODE", "VERDICT", "PLUGIN", "TOTAL"}

@@ -71,6 +71,25 @@ func podAttributes(u user.Info, verb, namespace, name string) authorizer.Attribu
 	}
 }
 
+// nodeListAttributes are the attributes of listing nodes: the right that
+// node names, per-node verdicts and scores need.
+func nodeListAttributes(u user.Info) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: "list", APIGroup: "", APIVersion: "v1", Resource: "nodes", ResourceRequest: true}
+}
+
+// allowed returns whether attrs are allowed; an error means the authorizer
+// failed and nothing was decided.
+func allowed(ctx context.Context, authz authorizer.UnconditionalAuthorizer, attrs authorizer.Attributes) (bool, error) {
+	decision, _, err := authz.Authorize(ctx, attrs)
+	if decision == authorizer.DecisionAllow {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("authorizing %s: %w", forbiddenMessage(attrs), err)
+	}
+	return false, nil
+}
+
 func pathAttributes(u user.Info, r *http.Request) authorizer.AttributesRecord {
 	return authorizer.AttributesRecord{User: u, Verb: "get", Path: r.URL.Path}
 }

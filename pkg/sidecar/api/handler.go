@@ -107,16 +107,16 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // selectPod authenticates the caller, checks that it may get the pod named
 // by the path and returns the pod's selector; it has written the response
 // when ok is false.
-func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.PodSelector, ok bool) {
-	u := authenticate(h.Authenticator, w, r)
+func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (u user.Info, sel store.PodSelector, ok bool) {
+	u = authenticate(h.Authenticator, w, r)
 	if u == nil {
-		return sel, false
+		return u, sel, false
 	}
 	ctx := r.Context()
 	if uid := r.PathValue("uid"); uid != "" || r.PathValue("namespace") == "" {
 		if err := validateUID(uid); err != nil {
 			h.fail(w, r, err)
-			return sel, false
+			return u, sel, false
 		}
 		// The UID must be resolved to a name before it can be authorized.
 		// A caller that may not get the pod is answered as if no pod had
@@ -125,32 +125,31 @@ func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (sel store.P
 		latest, err := h.Store.Attempts(ctx, sel, 1)
 		if err != nil {
 			h.fail(w, r, err)
-			return sel, false
+			return u, sel, false
 		}
 		if len(latest) > 0 {
 			pod := latest[0].Pod
-			decision, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "get", pod.Namespace, pod.Name))
-			if decision != authorizer.DecisionAllow && err != nil {
-				klog.FromContext(ctx).Error(err, "Authorization failed", "user", u.GetName())
-				writeError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "authorization failed")
-				return sel, false
+			ok, err := allowed(ctx, h.Authorizer, podAttributes(u, "get", pod.Namespace, pod.Name))
+			if err != nil {
+				h.fail(w, r, err)
+				return u, sel, false
 			}
-			if decision == authorizer.DecisionAllow {
-				return sel, true
+			if ok {
+				return u, sel, true
 			}
 		}
 		writeNotRecorded(w, sel)
-		return sel, false
+		return u, sel, false
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
 	if err := validatePod(ns, name); err != nil {
 		h.fail(w, r, err)
-		return sel, false
+		return u, sel, false
 	}
 	if !authorize(ctx, h.Authorizer, w, podAttributes(u, "get", ns, name)) {
-		return sel, false
+		return u, sel, false
 	}
-	return store.PodSelector{Namespace: ns, Name: name}, true
+	return u, store.PodSelector{Namespace: ns, Name: name}, true
 }
 
 // writeNotRecorded answers 404: no attempts recorded for the pod of sel.
@@ -166,7 +165,7 @@ func describe(sel store.PodSelector) string {
 }
 
 func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
-	sel, ok := h.selectPod(w, r)
+	_, sel, ok := h.selectPod(w, r)
 	if !ok {
 		return
 	}
@@ -188,13 +187,22 @@ func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
-	sel, ok := h.selectPod(w, r)
+	u, sel, ok := h.selectPod(w, r)
 	if !ok {
 		return
 	}
 	p, err := ParseExplainParams(r.URL.Query())
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	mayListNodes, err := allowed(r.Context(), h.Authorizer, nodeListAttributes(u))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if p.Node != "" && !mayListNodes {
+		writeError(w, http.StatusForbidden, metav1.StatusReasonForbidden, forbiddenMessage(nodeListAttributes(u))+": asking about one node needs it")
 		return
 	}
 	a, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
@@ -225,7 +233,11 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, explain.Explain(a, p.Options))
+	e := explain.Explain(a, p.Options)
+	if !mayListNodes {
+		e.NodesHidden, e.Rows, e.TotalRows = true, []v1alpha1.NodeRow{}, 0
+	}
+	writeJSON(w, http.StatusOK, e)
 }
 
 // allowedNamespaces returns nil when the caller may list pods in every
@@ -321,6 +333,9 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 	rq, err := ParseRejectionParams(r.URL.Query(), h.Now())
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if rq.By == v1alpha1.ByNode && !authorize(r.Context(), h.Authorizer, w, nodeListAttributes(u)) {
 		return
 	}
 	if rq.Namespaces, err = h.allowedNamespaces(r.Context(), u); err != nil {

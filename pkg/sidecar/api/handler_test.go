@@ -35,8 +35,8 @@ var fakeAuthn = authenticator.RequestFunc(func(r *http.Request) (*authenticator.
 })
 
 // fakeAuthz allows what rules lists, as "user verb namespace/name" for
-// pods ("*" matches all namespaces or names) and "user get /path" for
-// paths, and records what it was asked.
+// pods ("*" matches all namespaces or names), "user list nodes" for nodes
+// and "user get /path" for paths, and records what it was asked.
 type fakeAuthz struct {
 	rules []string
 	mu    sync.Mutex
@@ -64,6 +64,9 @@ func (f *fakeAuthz) Authorize(_ context.Context, a authorizer.Attributes) (autho
 				return authorizer.DecisionAllow, "", nil
 			}
 			continue
+		}
+		if a.GetResource() == "nodes" && a.GetAPIGroup() == "" && a.GetNamespace() == "" && parts[2] == "nodes" {
+			return authorizer.DecisionAllow, "", nil
 		}
 		if a.GetResource() != "pods" || a.GetAPIGroup() != "" {
 			continue
@@ -139,7 +142,7 @@ func (e *env) get(t *testing.T, user, path string) (int, []byte) {
 }
 
 func TestPodEndpoints(t *testing.T) {
-	e := newEnv(t, "alice get team-a/web", "alice get team-b/ghost", "bob get team-b/*")
+	e := newEnv(t, "alice get team-a/web", "alice get team-b/ghost", "bob get team-b/*", "alice list nodes", "bob list nodes")
 	tests := []struct {
 		name     string
 		user     string
@@ -206,12 +209,59 @@ func TestForbiddenUIDAnswersAsAbsent(t *testing.T) {
 	}
 }
 
+// TestNodesNeedListNodes: a caller who may get a pod but not list nodes
+// gets its explanation without node names, per-node verdicts or scores:
+// the groups' counts and reasons only, and 403 for "why not node X".
+func TestNodesNeedListNodes(t *testing.T) {
+	e := newEnv(t, "alice get team-a/web", "admin get team-a/web", "admin list nodes")
+	code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?attempt=1")
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	var hidden v1alpha1.Explanation
+	if err := json.Unmarshal(body, &hidden); err != nil {
+		t.Fatal(err)
+	}
+	if !hidden.NodesHidden || len(hidden.Rows) != 0 || hidden.TotalRows != 0 {
+		t.Errorf("nodesHidden %v, %d rows of %d, want hidden and none", hidden.NodesHidden, len(hidden.Rows), hidden.TotalRows)
+	}
+	for _, node := range []string{"n1", "n2", "tainted-node"} {
+		if strings.Contains(string(body), `"`+node+`"`) {
+			t.Errorf("the explanation names node %s: %s", node, body)
+		}
+	}
+	wantGroups := []v1alpha1.Group{
+		{Index: 0, Verdict: "rejected", Plugin: "NodeResourcesFit", Reasons: []string{"Insufficient cpu"}, Nodes: 2},
+		{Index: 1, Verdict: "rejected", Plugin: "TaintToleration", Reasons: []string{"node(s) had untolerated taint {dedicated: infra}"}, Nodes: 1},
+	}
+	if diff := cmp.Diff(wantGroups, hidden.Groups); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+
+	code, body = e.get(t, "admin", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?attempt=1")
+	var shown v1alpha1.Explanation
+	if err := json.Unmarshal(body, &shown); err != nil || code != http.StatusOK {
+		t.Fatalf("status %d %v: %s", code, err, body)
+	}
+	if shown.NodesHidden || shown.TotalRows != 3 {
+		t.Errorf("with list nodes: nodesHidden %v, %d total rows, want 3 shown", shown.NodesHidden, shown.TotalRows)
+	}
+	if diff := cmp.Diff(wantGroups, shown.Groups); diff != "" {
+		t.Errorf("groups differ from the hidden explanation's (-hidden +shown):\n%s", diff)
+	}
+
+	code, body = e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain?node=n1")
+	if code != http.StatusForbidden || !strings.Contains(string(body), `cannot list nodes`) {
+		t.Errorf("why not node without list nodes: %d %s, want 403 naming list nodes", code, body)
+	}
+}
+
 func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
 	e := newEnv(t, "alice get team-a/web")
 	if code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/explain"); code != 200 {
 		t.Fatalf("status %d: %s", code, body)
 	}
-	if diff := cmp.Diff([]string{"alice get pods/team-a/web"}, e.authz.asked); diff != "" {
+	if diff := cmp.Diff([]string{"alice get pods/team-a/web", "alice list nodes//"}, e.authz.asked); diff != "" {
 		t.Errorf("authorization checks (-want +got):\n%s", diff)
 	}
 }
@@ -269,7 +319,7 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 }
 
 func TestRejectionsEndpoint(t *testing.T) {
-	e := newEnv(t, "admin list */", "alice list team-b/")
+	e := newEnv(t, "admin list */", "alice list team-b/", "alice list nodes", "bob list team-b/")
 	tests := []struct {
 		name     string
 		user     string
@@ -304,6 +354,9 @@ func TestRejectionsEndpoint(t *testing.T) {
 		{name: "bad since", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
 		{name: "since after until", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
 		{name: "no credentials", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 401},
+		{name: "by node needs list nodes", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 403, wantBody: `user \"bob\" cannot list nodes at the cluster scope`},
+		{name: "by plugin does not", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2026-01-02T03:00:00Z", wantCode: 200,
+			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

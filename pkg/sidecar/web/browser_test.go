@@ -27,6 +27,15 @@ import (
 // 127.0.0.1, with every caller allowed.
 func serve(t *testing.T, records ...*record.Attempt) string {
 	t.Helper()
+	allow := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionAllow, "", nil
+	})
+	return serveWith(t, allow, records...)
+}
+
+// serveWith is serve with the API's authorizer.
+func serveWith(t *testing.T, authz authorizer.Authorizer, records ...*record.Attempt) string {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,10 +50,7 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
 		return &authenticator.Response{User: &user.DefaultInfo{Name: "viewer"}}, true, nil
 	})
-	allow := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
-		return authorizer.DecisionAllow, "", nil
-	})
-	apiHandler, err := api.New(api.Config{Store: st, Authenticator: anyone, Authorizer: allow})
+	apiHandler, err := api.New(api.Config{Store: st, Authenticator: anyone, Authorizer: authz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +111,29 @@ func TestPodPageInChromium(t *testing.T) {
 	}
 
 	webtest.Screenshot(t, url, "pod-page.png")
+}
+
+// TestPodPageWithoutNodeRightsInChromium: for a caller who may not list
+// nodes the page shows the verdict groups and says why there is no node
+// matrix; no node but the pod's own is named.
+func TestPodPageWithoutNodeRightsInChromium(t *testing.T) {
+	allButNodes := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetResource() == "nodes" {
+			return authorizer.DecisionNoOpinion, "", nil
+		}
+		return authorizer.DecisionAllow, "", nil
+	})
+	dom := webtest.DumpDOM(t, serveWith(t, allButNodes, podRecord())+"/#/pods/shop/web")
+	for _, want := range []string{"hidden: you may not list nodes", "Insufficient cpu", "untolerated taint", "big-2"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page does not show %q", want)
+		}
+	}
+	for _, node := range []string{"tainted-node", "small-1", "big-1", "data-node="} {
+		if strings.Contains(dom, node) {
+			t.Errorf("the page shows %q", node)
+		}
+	}
 }
 
 func TestHomePageInChromium(t *testing.T) {

@@ -57,8 +57,9 @@ func TestAggregatedAPI(t *testing.T) {
 		wantCode   int
 		want       []string
 	}{
-		{"own pod", viewer, []string{"explain", "pod/mine", "-n", "agg-a"}, 0, []string{"agg-node", "chosen"}},
-		{"own unschedulable pod", viewer, []string{"explain", "pod/too-big", "-n", "agg-a"}, 3, []string{"agg-node", "NodeResourcesFit", "Insufficient cpu"}},
+		// The viewer may not list nodes: verdict groups, no node rows.
+		{"own pod", viewer, []string{"explain", "pod/mine", "-n", "agg-a"}, 0, []string{"Node:     agg-node", "feasible", "hidden: you may not list nodes"}},
+		{"own unschedulable pod", viewer, []string{"explain", "pod/too-big", "-n", "agg-a"}, 3, []string{"NodeResourcesFit", "Insufficient cpu", "hidden: you may not list nodes"}},
 		{"own pending list", viewer, []string{"pending", "-n", "agg-a"}, 0, []string{"too-big", "NodeResourcesFit"}},
 		// The sidecar, not the apiserver, refuses: it was told the caller is viewer.
 		{"other namespace", viewer, []string{"explain", "pod/theirs", "-n", "agg-b"}, 1, []string{"403", `user "viewer" cannot get pods "theirs" in namespace "agg-b"`}},

@@ -251,8 +251,26 @@ func TestAuthorization(t *testing.T) {
 			}
 		})
 	}
+	// The viewer may not list nodes: its explanation has the verdict
+	// groups and no node rows.
+	code, body, err := framework.GetAs(explain("team-a", "mine"), framework.ViewerToken)
+	var e struct {
+		NodesHidden bool `json:"nodesHidden"`
+		Rows        []struct {
+			Node string `json:"node"`
+		} `json:"rows"`
+		Groups []struct {
+			Nodes int `json:"nodes"`
+		} `json:"groups"`
+	}
+	if err != nil || code != http.StatusOK || json.Unmarshal(body, &e) != nil {
+		t.Fatalf("GET the viewer's own explanation: %d %v %s", code, err, body)
+	}
+	if !e.NodesHidden || len(e.Rows) != 0 || len(e.Groups) == 0 {
+		t.Errorf("the viewer's explanation: nodesHidden %v, %d rows, %d groups; want hidden, no rows, groups: %s", e.NodesHidden, len(e.Rows), len(e.Groups), body)
+	}
 	// The viewer's pending list holds only team-a.
-	code, body, err := framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", framework.ViewerToken)
+	code, body, err = framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", framework.ViewerToken)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /apis/schedscope.io/v1alpha1/pods as viewer: %d %v %s", code, err, body)
 	}

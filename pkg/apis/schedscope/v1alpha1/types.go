@@ -176,6 +176,10 @@ type Explanation struct {
 	// DetailsCut counts the plugins' details the record did not keep.
 	DetailsCut int `json:"detailsCut,omitempty"`
 
+	// NodesHidden is true when the caller may not list nodes: then Rows is
+	// empty and TotalRows 0, and what shows of the nodes is the groups'
+	// counts and reasons, as upstream's FailedScheduling event shows them.
+	NodesHidden bool `json:"nodesHidden,omitempty"`
 	// Rows is the requested page of nodes.
 	Rows []NodeRow `json:"rows"`
 	// TotalRows is the number of rows the page was taken from.

@@ -162,7 +162,7 @@ function groupsTable(e, state) {
       el('td', { text: groupLabel(g) + (g.hasChosen ? ' (holds the chosen node)' : '') }),
       el('td', { text: (g.reasons || []).join('; ') }),
       el('td', { class: 'num', text: g.nodes }),
-      el('td', {}, el('a', { href: hrefFor(state, { group: g.index, offset: 0 }), text: 'show' }))))));
+      el('td', {}, e.nodesHidden ? null : el('a', { href: hrefFor(state, { group: g.index, offset: 0 }), text: 'show' }))))));
 }
 
 function hrefFor(state, change) {
@@ -249,10 +249,12 @@ async function renderPod(main, state) {
     el('h2', { text: 'Attempts' }), timeline(attempts.items, e.attempt, e.pod),
     el('h2', { text: 'Extension points' }), points(e),
     el('h2', { text: 'Nodes by verdict' }), groupsTable(e, state),
-    whyForm(state),
-    el('h2', { text: 'Nodes × plugins' }),
-    e.scoringSkipped ? el('p', { class: 'muted', text: 'Scoring skipped: ' + e.scoringSkipped }) : null,
-    matrix(e, state));
+    ...(e.nodesHidden
+      ? [el('p', { class: 'muted nodes-hidden', text: 'Node names, per-node verdicts and scores are hidden: you may not list nodes.' })]
+      : [whyForm(state),
+        el('h2', { text: 'Nodes × plugins' }),
+        e.scoringSkipped ? el('p', { class: 'muted', text: 'Scoring skipped: ' + e.scoringSkipped }) : null,
+        matrix(e, state)]));
   for (const bar of main.querySelectorAll('.bar')) bar.style.width = bar.dataset.width + '%';
 }
 
