@@ -14,6 +14,7 @@ import (
 	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	cliflag "k8s.io/component-base/cli/flag"
 
+	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
 
@@ -35,6 +36,8 @@ type Options struct {
 	PruneInterval time.Duration
 	// TraceURL is the trace viewer's base URL (Jaeger), linked from the page.
 	TraceURL string
+	// MaxInFlightPerUser bounds each caller's concurrent API requests.
+	MaxInFlightPerUser int
 	// SchedulerHealthURL and SchedulerReadyURL are probed for the
 	// scheduler_up metric; empty disables a probe.
 	SchedulerHealthURL string
@@ -64,6 +67,7 @@ func NewOptions() *Options {
 		SchedulerReadyURL:  DefaultSchedulerBase + "/readyz",
 		ProbeInterval:      10 * time.Second,
 		ClusterHealth:      true,
+		MaxInFlightPerUser: api.DefaultMaxInFlightPerUser,
 		SecureServing:      apiserveroptions.NewSecureServingOptions(),
 		Authentication:     apiserveroptions.NewDelegatingAuthenticationOptions(),
 		Authorization:      apiserveroptions.NewDelegatingAuthorizationOptions(),
@@ -85,6 +89,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
 	fs.Int64Var(&o.Retention.MaxBytes, "retention-max-bytes", o.Retention.MaxBytes, "Keep at most this many bytes of (compressed) records, deleting the oldest; 0 means no bound.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
+	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
 	fs.StringVar(&o.SchedulerHealthURL, "scheduler-health-url", o.SchedulerHealthURL, "The scheduler's liveness endpoint, probed for schedscope_scheduler_up{probe=\"liveness\"}; empty disables the probe.")
 	fs.StringVar(&o.SchedulerReadyURL, "scheduler-ready-url", o.SchedulerReadyURL, "The scheduler's readiness endpoint, probed for schedscope_scheduler_up{probe=\"readiness\"}; empty disables the probe.")
@@ -159,6 +164,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Retention.MaxBytes < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxBytes))
+	}
+	if o.MaxInFlightPerUser < 1 {
+		errs = append(errs, fmt.Errorf("--max-requests-in-flight-per-user %d must be at least 1", o.MaxInFlightPerUser))
 	}
 	if o.PruneInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--retention-interval %v must be positive", o.PruneInterval))

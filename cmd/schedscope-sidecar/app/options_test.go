@@ -23,6 +23,7 @@ func TestValidate(t *testing.T) {
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
 		{name: "zero interval", args: []string{"--retention-interval=0s"}, wantErr: []string{"--retention-interval"}},
+		{name: "no request per user", args: []string{"--max-requests-in-flight-per-user=0"}, wantErr: []string{"--max-requests-in-flight-per-user 0 must be at least 1"}},
 		{name: "jaeger url", args: []string{"--jaeger-url=jaeger:16686"}, wantErr: []string{"--jaeger-url"}},
 		{name: "health url", args: []string{"--scheduler-health-url=://"}, wantErr: []string{"--scheduler-health-url"}},
 		{name: "probe disabled", args: []string{"--scheduler-health-url=", "--scheduler-ready-url="}},

@@ -86,7 +86,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		Status: f.Status, TraceURL: o.TraceURL,
+		Status: f.Status, TraceURL: o.TraceURL, MaxInFlightPerUser: o.MaxInFlightPerUser,
 	}
 	if o.ClusterHealth {
 		factory, err := o.watchCluster(ctx, st, m, reg)

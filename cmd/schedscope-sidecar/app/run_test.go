@@ -26,7 +26,8 @@ import (
 )
 
 // fakeAPIServer answers TokenReviews (token "alice-token" is alice) and
-// SubjectAccessReviews (alice may get pod shop/web and the path /metrics),
+// SubjectAccessReviews (alice may get pod shop/web, list nodes and get the
+// path /metrics),
 // and records the reviews it was asked.
 type fakeAPIServer struct {
 	mu   sync.Mutex
@@ -65,6 +66,7 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		allowed := map[string]bool{
 			`alice get group="" version="v1" pods shop/web`: true,
+			`alice list group="" version="v1" nodes /`:      true,
 			"alice get /metrics":                            true,
 		}[desc]
 		sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed}

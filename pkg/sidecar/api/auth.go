@@ -4,14 +4,71 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 )
+
+// authenticated wraps next so that every request is authenticated, the
+// caller holds at most MaxInFlightPerUser requests in flight, and next finds
+// the caller with userOf.
+func (h *handler) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := authenticate(h.Authenticator, w, r)
+		if u == nil {
+			return
+		}
+		release, ok := h.inFlight.acquire(u.GetName())
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests,
+				fmt.Sprintf("user %q has %d requests in flight, the most the API serves at once for one user", u.GetName(), h.MaxInFlightPerUser))
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r.WithContext(genericapirequest.WithUser(r.Context(), u)))
+	})
+}
+
+// userOf returns the caller that authenticated put in r's context.
+func userOf(r *http.Request) user.Info {
+	u, _ := genericapirequest.UserFrom(r.Context())
+	return u
+}
+
+// perUserLimit counts each user's requests in flight.
+type perUserLimit struct {
+	max      int
+	mu       sync.Mutex
+	inFlight map[string]int
+}
+
+func newPerUserLimit(max int) *perUserLimit {
+	return &perUserLimit{max: max, inFlight: map[string]int{}}
+}
+
+// acquire takes one of name's slots; ok is false when it has none left.
+func (l *perUserLimit) acquire(name string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight[name] >= l.max {
+		return nil, false
+	}
+	l.inFlight[name]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.inFlight[name]--; l.inFlight[name] == 0 {
+			delete(l.inFlight, name)
+		}
+	}, true
+}
 
 // authenticate returns the caller, or writes 401 and returns nil.
 func authenticate(authn authenticator.Request, w http.ResponseWriter, r *http.Request) user.Info {

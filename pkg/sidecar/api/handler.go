@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +35,9 @@ type Config struct {
 	TraceURL string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// MaxInFlightPerUser bounds the requests one user may have in flight;
+	// more are answered 429. 0 means DefaultMaxInFlightPerUser.
+	MaxInFlightPerUser int
 	// StillPending, when set, reports whether a pod whose latest recorded
 	// attempt failed is still waiting: it exists and has no node. Pods for
 	// which it returns false (deleted, or bound without a record the
@@ -43,8 +45,12 @@ type Config struct {
 	StillPending func(v1alpha1.PodStatus) bool
 }
 
+// DefaultMaxInFlightPerUser is Config.MaxInFlightPerUser's default.
+const DefaultMaxInFlightPerUser = 4
+
 type handler struct {
 	Config
+	inFlight *perUserLimit
 }
 
 // New returns the API handler, serving under v1alpha1.Prefix.
@@ -55,7 +61,13 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &handler{Config: cfg}
+	if cfg.MaxInFlightPerUser == 0 {
+		cfg.MaxInFlightPerUser = DefaultMaxInFlightPerUser
+	}
+	if cfg.MaxInFlightPerUser < 0 {
+		return nil, fmt.Errorf("at most %d requests in flight per user: want at least 1", cfg.MaxInFlightPerUser)
+	}
+	h := &handler{Config: cfg, inFlight: newPerUserLimit(cfg.MaxInFlightPerUser)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/explain", h.podExplain)
@@ -66,11 +78,12 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods", h.pods(false))
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pending", h.pods(true))
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"rejections", h.rejections)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/rejections", h.rejections)
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"status", h.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
-	return mux, nil
+	return h.authenticated(mux), nil
 }
 
 // writeError answers with a metav1.Status, as the kube-apiserver does.
@@ -108,10 +121,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // by the path and returns the pod's selector; it has written the response
 // when ok is false.
 func (h *handler) selectPod(w http.ResponseWriter, r *http.Request) (u user.Info, sel store.PodSelector, ok bool) {
-	u = authenticate(h.Authenticator, w, r)
-	if u == nil {
-		return u, sel, false
-	}
+	u = userOf(r)
 	ctx := r.Context()
 	if uid := r.PathValue("uid"); uid != "" || r.PathValue("namespace") == "" {
 		if err := validateUID(uid); err != nil {
@@ -240,63 +250,47 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
-// allowedNamespaces returns nil when the caller may list pods in every
-// namespace, else the namespaces with stored pods in which it may.
-func (h *handler) allowedNamespaces(ctx context.Context, u user.Info) ([]string, error) {
-	d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", "", ""))
-	if d == authorizer.DecisionAllow {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("authorizing list of pods in all namespaces: %w", err)
-	}
-	nss, err := h.Store.Namespaces(ctx)
-	if err != nil {
-		return nil, err
-	}
-	allowed := []string{}
-	for _, ns := range nss {
-		d, _, err := h.Authorizer.Authorize(ctx, podAttributes(u, "list", ns, ""))
-		if err != nil {
-			return nil, fmt.Errorf("authorizing list of pods in %q: %w", ns, err)
+// listScope authorizes listing pods in the path's namespace, or at the
+// cluster scope when the path names none: one decision per request,
+// whatever the store holds. It returns the namespaces to keep (nil: all);
+// it has written the response when ok is false.
+func (h *handler) listScope(w http.ResponseWriter, r *http.Request, u user.Info) (namespaces []string, ok bool) {
+	ns := r.PathValue("namespace")
+	if ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			h.fail(w, r, paramErr("namespace", ns, "%q is not a namespace name: %s", ns, strings.Join(errs, "; ")))
+			return nil, false
 		}
-		if d == authorizer.DecisionAllow {
-			allowed = append(allowed, ns)
-		}
+		namespaces = []string{ns}
 	}
-	return allowed, nil
+	attrs := podAttributes(u, "list", ns, "")
+	allow, err := allowed(r.Context(), h.Authorizer, attrs)
+	if err != nil {
+		h.fail(w, r, err)
+		return nil, false
+	}
+	if !allow {
+		msg := forbiddenMessage(attrs)
+		if ns == "" {
+			msg += "; ask for one namespace: " + v1alpha1.Prefix + "namespaces/{namespace}/" + r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		}
+		writeError(w, http.StatusForbidden, metav1.StatusReasonForbidden, msg)
+		return nil, false
+	}
+	return namespaces, true
 }
 
 func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		u := authenticate(h.Authenticator, w, r)
-		if u == nil {
+		u := userOf(r)
+		nss, ok := h.listScope(w, r, u)
+		if !ok {
 			return
-		}
-		var nss []string
-		restricted := true
-		if ns := r.PathValue("namespace"); ns != "" {
-			// One namespace: the caller must be allowed to list its pods.
-			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-				h.fail(w, r, paramErr("namespace", ns, "%q is not a namespace name: %s", ns, strings.Join(errs, "; ")))
-				return
-			}
-			if !authorize(r.Context(), h.Authorizer, w, podAttributes(u, "list", ns, "")) {
-				return
-			}
-			nss, restricted = []string{ns}, false
 		}
 		limit, err := ParseLimit(r.URL.Query())
 		if err != nil {
 			h.fail(w, r, err)
 			return
-		}
-		if nss == nil {
-			if nss, err = h.allowedNamespaces(r.Context(), u); err != nil {
-				h.fail(w, r, err)
-				return
-			}
-			restricted = nss != nil
 		}
 		filter := pendingOnly && h.StillPending != nil
 		fetch := limit
@@ -321,15 +315,12 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if len(items) > limit {
 			items = items[:limit]
 		}
-		writeJSON(w, http.StatusOK, v1alpha1.PodList{Restricted: restricted, Namespaces: nss, Items: items})
+		writeJSON(w, http.StatusOK, v1alpha1.PodList{Items: items})
 	}
 }
 
 func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
-	u := authenticate(h.Authenticator, w, r)
-	if u == nil {
-		return
-	}
+	u := userOf(r)
 	rq, err := ParseRejectionParams(r.URL.Query(), h.Now())
 	if err != nil {
 		h.fail(w, r, err)
@@ -338,8 +329,8 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 	if rq.By == v1alpha1.ByNode && !authorize(r.Context(), h.Authorizer, w, nodeListAttributes(u)) {
 		return
 	}
-	if rq.Namespaces, err = h.allowedNamespaces(r.Context(), u); err != nil {
-		h.fail(w, r, err)
+	var ok bool
+	if rq.Namespaces, ok = h.listScope(w, r, u); !ok {
 		return
 	}
 	items, err := h.Store.Rejections(r.Context(), rq)
@@ -347,7 +338,7 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	list := v1alpha1.RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Restricted: rq.Namespaces != nil, Namespaces: rq.Namespaces, Items: items}
+	list := v1alpha1.RejectionList{By: rq.By, Since: rq.Since, Until: rq.Until, Items: items}
 	if rq.Step > 0 {
 		list.Step = rq.Step.String()
 	}
@@ -355,10 +346,7 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	u := authenticate(h.Authenticator, w, r)
-	if u == nil {
-		return
-	}
+	u := userOf(r)
 	if !authorize(r.Context(), h.Authorizer, w, pathAttributes(u, r)) {
 		return
 	}

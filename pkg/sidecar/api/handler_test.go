@@ -266,7 +266,11 @@ func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
 	}
 }
 
-func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
+// TestAggregatesAuthorizeOnce: a pod list is authorized by one decision,
+// list pods at the cluster scope or in the path's namespace, however many
+// namespaces the store holds; a caller without cluster-wide rights is
+// refused and told to ask for one namespace.
+func TestAggregatesAuthorizeOnce(t *testing.T) {
 	e := newEnv(t, "admin list */", "alice list team-a/", "admin get /apis/schedscope.io/v1alpha1/status")
 	tests := []struct {
 		name     string
@@ -274,25 +278,33 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 		path     string
 		wantCode int
 		want     []string
-		wantNS   []string
+		wantBody string
 	}{
 		{name: "pending, cluster-wide", user: "admin", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200, want: []string{"team-b/db"}},
 		{name: "pods, cluster-wide", user: "admin", path: "/apis/schedscope.io/v1alpha1/pods", wantCode: 200, want: []string{"team-b/db", "team-a/web"}},
-		{name: "pods, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/pods", wantCode: 200, want: []string{"team-a/web"}, wantNS: []string{"team-a"}},
-		{name: "pending, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200, wantNS: []string{"team-a"}},
-		{name: "pending, no namespace", user: "carol", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 200},
+		{name: "pods, cluster-wide, not allowed", user: "alice", path: "/apis/schedscope.io/v1alpha1/pods", wantCode: 403,
+			wantBody: `user \"alice\" cannot list pods at the cluster scope; ask for one namespace: /apis/schedscope.io/v1alpha1/namespaces/{namespace}/pods`},
+		{name: "pending, no rights", user: "carol", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 403, wantBody: "namespaces/{namespace}/pending"},
 		{name: "pending, anonymous", path: "/apis/schedscope.io/v1alpha1/pending", wantCode: 401},
-		{name: "pending of one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pending", wantCode: 200, wantNS: []string{"team-a"}},
-		{name: "pods of one namespace", user: "admin", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pods", wantCode: 200, want: []string{"team-b/db"}, wantNS: []string{"team-b"}},
-		{name: "pending of a namespace not allowed", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pending", wantCode: 403},
+		{name: "pending of one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pending", wantCode: 200},
+		{name: "pods of one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods", wantCode: 200, want: []string{"team-a/web"}},
+		{name: "pods of one namespace, admin", user: "admin", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pods", wantCode: 200, want: []string{"team-b/db"}},
+		{name: "pending of a namespace not allowed", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/pending", wantCode: 403, wantBody: `user \"alice\" cannot list pods in namespace \"team-b\"`},
 		{name: "pending of a bad namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/Team_B/pending", wantCode: 400},
 		{name: "pending, bad limit", user: "admin", path: "/apis/schedscope.io/v1alpha1/pending?limit=x", wantCode: 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			asked := len(e.authz.asked)
 			code, body := e.get(t, tt.user, tt.path)
 			if code != tt.wantCode {
 				t.Fatalf("status %d, want %d; body %s", code, tt.wantCode, body)
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body %s does not contain %s", body, tt.wantBody)
+			}
+			if n := len(e.authz.asked) - asked; tt.user != "" && tt.wantCode != 400 && n != 1 {
+				t.Errorf("%d authorization checks, want 1: %v", n, e.authz.asked[asked:])
 			}
 			if code != 200 {
 				return
@@ -307,12 +319,6 @@ func TestAggregatesKeepAllowedNamespaces(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("pods (-want +got):\n%s", diff)
-			}
-			if want := tt.user != "admin" && !strings.HasPrefix(tt.path, "/apis/schedscope.io/v1alpha1/namespaces/"); list.Restricted != want {
-				t.Errorf("restricted %v, want %v", list.Restricted, want)
-			}
-			if diff := cmp.Diff(tt.wantNS, list.Namespaces); diff != "" {
-				t.Errorf("namespaces (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -333,7 +339,7 @@ func TestRejectionsEndpoint(t *testing.T) {
 			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}},
 		},
 		{
-			name: "by node, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
+			name: "by node, one namespace", user: "alice", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/rejections?by=node&since=2026-01-02T03:00:00Z&limit=1", wantCode: 200,
 			want: []v1alpha1.RejectionCount{{Key: "n1", Attempts: 1, Nodes: 1, Plugins: map[string]int64{"NodeAffinity": 1}}},
 		},
 		{
@@ -354,8 +360,9 @@ func TestRejectionsEndpoint(t *testing.T) {
 		{name: "bad since", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
 		{name: "since after until", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
 		{name: "no credentials", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 401},
+		{name: "cluster-wide needs list pods there", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin", wantCode: 403, wantBody: "namespaces/{namespace}/rejections"},
 		{name: "by node needs list nodes", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 403, wantBody: `user \"bob\" cannot list nodes at the cluster scope`},
-		{name: "by plugin does not", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2026-01-02T03:00:00Z", wantCode: 200,
+		{name: "by plugin does not", user: "bob", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/rejections?by=plugin&since=2026-01-02T03:00:00Z", wantCode: 200,
 			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}}},
 	}
 	for _, tt := range tests {
@@ -485,5 +492,72 @@ func TestAnswersAreNotSniffed(t *testing.T) {
 		if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
 			t.Errorf("GET %s (%d): X-Content-Type-Options %q, want nosniff", path, resp.StatusCode, got)
 		}
+	}
+}
+
+// blockingStore holds every Pods call until release is closed, telling
+// entered (buffered) of each.
+type blockingStore struct {
+	store.Reader
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingStore) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1.PodStatus, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Reader.Pods(ctx, opts)
+}
+
+// TestInFlightPerUser: a user with MaxInFlightPerUser requests in flight
+// gets 429 with Retry-After for the next; another user is served.
+func TestInFlightPerUser(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
+		t.Fatal(err)
+	}
+	blocking := &blockingStore{Reader: st, entered: make(chan struct{}, 10), release: make(chan struct{})}
+	h, err := New(Config{Store: blocking, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "bob get team-a/web"}}, MaxInFlightPerUser: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	e := &env{srv: srv}
+
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			code, _ := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/pending")
+			codes <- code
+		}()
+		<-blocking.entered
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/apis/schedscope.io/v1alpha1/pods", nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `user \"alice\" has 2 requests in flight`) {
+		t.Errorf("third request of alice: %d Retry-After %q %s, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if code, body := e.get(t, "bob", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods/web/attempts"); code != http.StatusOK {
+		t.Errorf("bob while alice is at her limit: %d %s, want 200", code, body)
+	}
+	close(blocking.release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a held request of alice ended %d, want 200", code)
+		}
+	}
+	if code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods"); code != http.StatusOK {
+		t.Errorf("alice after her requests ended: %d %s, want 200", code, body)
 	}
 }

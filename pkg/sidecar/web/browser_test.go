@@ -179,3 +179,35 @@ func TestLargeAttemptIsPagedInChromium(t *testing.T) {
 		t.Errorf("group page not shown as expected")
 	}
 }
+
+// TestHomePageForOneNamespaceInChromium: a caller who may list pods in
+// namespace batch only is told, on the cluster-wide page, to ask for one
+// namespace; for batch it gets batch's pending pods and, not being allowed
+// to list nodes, no node table.
+func TestHomePageForOneNamespaceInChromium(t *testing.T) {
+	batchOnly := authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetResource() == "pods" && a.GetNamespace() == "batch" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+	base := serveWith(t, batchOnly,
+		recordtest.MakeAttempt("shop", "web", "uid-web").Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Unschedulable("0/1 nodes are available").Rejected("NodeResourcesFit", "Insufficient memory", "n1").Obj())
+
+	dom := webtest.DumpDOM(t, base+"/")
+	if !strings.Contains(dom, "cannot list pods at the cluster scope; ask for one namespace") {
+		t.Errorf("the cluster-wide page does not say to ask for one namespace")
+	}
+	dom = webtest.DumpDOM(t, base+"/#/?ns=batch")
+	pending := regexp.MustCompile(`(?s)Pending pods in batch</h2>.*?</table>`).FindString(dom)
+	if !strings.Contains(pending, "batch/job") {
+		t.Errorf("the page of namespace batch does not list batch/job:\n%s", dom)
+	}
+	if strings.Contains(dom, "shop/web") {
+		t.Errorf("the page of namespace batch lists shop/web")
+	}
+	if !strings.Contains(dom, "cannot list nodes") || strings.Contains(dom, `data-by="node"`) {
+		t.Errorf("the page shows the nodes table to a caller who may not list nodes")
+	}
+}

@@ -269,13 +269,15 @@ func TestAuthorization(t *testing.T) {
 	if !e.NodesHidden || len(e.Rows) != 0 || len(e.Groups) == 0 {
 		t.Errorf("the viewer's explanation: nodesHidden %v, %d rows, %d groups; want hidden, no rows, groups: %s", e.NodesHidden, len(e.Rows), len(e.Groups), body)
 	}
-	// The viewer's pending list holds only team-a.
-	code, body, err = framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", framework.ViewerToken)
-	if err != nil || code != http.StatusOK {
-		t.Fatalf("GET /apis/schedscope.io/v1alpha1/pods as viewer: %d %v %s", code, err, body)
+	// Listing pods is one decision: in team-a the viewer gets team-a's,
+	// cluster-wide it is refused and told to ask for one namespace.
+	code, body, err = framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/namespaces/team-a/pods", framework.ViewerToken)
+	if err != nil || code != http.StatusOK || !strings.Contains(string(body), `"name":"mine"`) || strings.Contains(string(body), "team-b") {
+		t.Errorf("GET namespaces/team-a/pods as viewer: %d %v %s, want team-a's pods only", code, err, body)
 	}
-	if strings.Contains(string(body), "team-b") {
-		t.Errorf("the viewer's pod list shows team-b: %s", body)
+	code, body, err = framework.GetAs(sidecar.URL+"/apis/schedscope.io/v1alpha1/pods", framework.ViewerToken)
+	if err != nil || code != http.StatusForbidden || !strings.Contains(string(body), "ask for one namespace") || strings.Contains(string(body), "team-b") {
+		t.Errorf("GET pods cluster-wide as viewer: %d %v %s, want 403 saying to ask for one namespace", code, err, body)
 	}
 }
 

@@ -121,22 +121,16 @@ type AttemptList struct {
 
 // PodList is the response of the pods and pending endpoints.
 type PodList struct {
-	// Restricted is true when the caller may not list pods cluster-wide:
-	// the result holds only the Namespaces in which it may.
-	Restricted bool        `json:"restricted,omitempty"`
-	Namespaces []string    `json:"namespaces,omitempty"`
-	Items      []PodStatus `json:"items"`
+	Items []PodStatus `json:"items"`
 }
 
 // RejectionList is the response of the rejections endpoint.
 type RejectionList struct {
-	By         string           `json:"by"`
-	Since      time.Time        `json:"since"`
-	Until      time.Time        `json:"until,omitzero"`
-	Step       string           `json:"step,omitempty"`
-	Restricted bool             `json:"restricted,omitempty"`
-	Namespaces []string         `json:"namespaces,omitempty"`
-	Items      []RejectionCount `json:"items"`
+	By    string           `json:"by"`
+	Since time.Time        `json:"since"`
+	Until time.Time        `json:"until,omitzero"`
+	Step  string           `json:"step,omitempty"`
+	Items []RejectionCount `json:"items"`
 }
 
 // Status is the response of the status endpoint.

@@ -36,7 +36,9 @@ async function api(path) {
   try { body = await resp.json(); } catch (e) { /* not JSON */ }
   if (!resp.ok) {
     const msg = body && body.message ? body.message : resp.statusText;
-    throw new Error(resp.status + ' ' + msg);
+    const err = new Error(resp.status + ' ' + msg);
+    err.status = resp.status;
+    throw err;
   }
   return body;
 }
@@ -91,19 +93,38 @@ function rejectionTable(list, label) {
       el('td', { class: 'num', text: r.nodes })))));
 }
 
-async function renderHome(main) {
+// orNote returns the answer of path, or, when the API refuses or fails, a
+// paragraph saying why.
+async function orNote(path) {
+  try {
+    return await api(path);
+  } catch (err) {
+    return { note: el('p', { class: 'muted refused', text: err.message }) };
+  }
+}
+
+function namespaceForm(ns) {
+  const input = el('input', { name: 'ns', placeholder: 'all namespaces', value: ns || '' });
+  return el('form', { class: 'namespace', onsubmit: ev => {
+    ev.preventDefault();
+    location.hash = input.value ? '#/?ns=' + encodeURIComponent(input.value) : '#/';
+  } }, el('label', {}, 'Namespace ', input), el('button', { type: 'submit', text: 'Show' }));
+}
+
+async function renderHome(main, state) {
+  const base = 'apis/schedscope.io/v1alpha1/' + (state.ns ? 'namespaces/' + encodeURIComponent(state.ns) + '/' : '');
   const [pending, recent, byPlugin, byNode] = await Promise.all([
-    api('apis/schedscope.io/v1alpha1/pending?limit=200'), api('apis/schedscope.io/v1alpha1/pods?limit=100'),
-    api('apis/schedscope.io/v1alpha1/rejections?by=plugin&since=1h&limit=10'), api('apis/schedscope.io/v1alpha1/rejections?by=node&since=1h&limit=10')]);
+    orNote(base + 'pending?limit=200'), orNote(base + 'pods?limit=100'),
+    orNote(base + 'rejections?by=plugin&since=1h&limit=10'), orNote(base + 'rejections?by=node&since=1h&limit=10')]);
   fill(main,
-    el('h2', { text: 'Pending pods' }),
-    pending.restricted ? el('p', { class: 'muted', text: 'Only namespaces you may list pods in: ' + (pending.namespaces || []).join(', ') }) : null,
-    podTable(pending.items, 'No pending pods.'),
+    namespaceForm(state.ns),
+    el('h2', { text: 'Pending pods' + (state.ns ? ' in ' + state.ns : '') }),
+    pending.note || podTable(pending.items, 'No pending pods.'),
     el('h2', { text: 'Recent pods' }),
-    podTable(recent.items, 'No attempts recorded yet.'),
+    recent.note || podTable(recent.items, 'No attempts recorded yet.'),
     el('div', { class: 'columns' },
-      el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), rejectionTable(byPlugin, 'Plugin')),
-      el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), rejectionTable(byNode, 'Node'))));
+      el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), byPlugin.note || rejectionTable(byPlugin, 'Plugin')),
+      el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), byNode.note || rejectionTable(byNode, 'Node'))));
 }
 
 function traceLink(traceID) {
@@ -267,7 +288,7 @@ function parseRoute() {
     return { view: 'pod', ns: parts[1], name: parts[2], attempt: Number(q.get('attempt')) || 0,
       group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
   }
-  return { view: 'home' };
+  return { view: 'home', ns: new URLSearchParams(query || '').get('ns') || '' };
 }
 
 async function render() {
@@ -275,7 +296,7 @@ async function render() {
   const route = parseRoute();
   try {
     if (route.view === 'pod') await renderPod(main, route);
-    else await renderHome(main);
+    else await renderHome(main, route);
     document.body.dataset.ready = 'true';
   } catch (err) {
     fill(main, el('p', { class: 'error', text: err.message }),
