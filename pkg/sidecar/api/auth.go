@@ -13,6 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 // authenticated wraps next so that every request is authenticated, the
@@ -145,6 +147,13 @@ func allowed(ctx context.Context, authz authorizer.UnconditionalAuthorizer, attr
 		return false, fmt.Errorf("authorizing %s: %w", forbiddenMessage(attrs), err)
 	}
 	return false, nil
+}
+
+// statusAttributes are the attributes of reading the follower's status: get
+// on the API group's status resource, the right the kube-apiserver checks
+// before it proxies the request on the aggregated path.
+func statusAttributes(u user.Info) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: "get", APIGroup: v1alpha1.GroupName, APIVersion: v1alpha1.Version, Resource: "status", ResourceRequest: true}
 }
 
 func pathAttributes(u user.Info, r *http.Request) authorizer.AttributesRecord {

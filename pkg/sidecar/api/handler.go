@@ -347,7 +347,7 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	u := userOf(r)
-	if !authorize(r.Context(), h.Authorizer, w, pathAttributes(u, r)) {
+	if !authorize(r.Context(), h.Authorizer, w, statusAttributes(u)) {
 		return
 	}
 	if err := checkKnown(r.URL.Query()); err != nil {

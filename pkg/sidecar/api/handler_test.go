@@ -35,8 +35,9 @@ var fakeAuthn = authenticator.RequestFunc(func(r *http.Request) (*authenticator.
 })
 
 // fakeAuthz allows what rules lists, as "user verb namespace/name" for
-// pods ("*" matches all namespaces or names), "user list nodes" for nodes
-// and "user get /path" for paths, and records what it was asked.
+// pods ("*" matches all namespaces or names), "user list nodes" for nodes,
+// "user get status.schedscope.io" for the status resource and "user get
+// /path" for paths, and records what it was asked.
 type fakeAuthz struct {
 	rules []string
 	mu    sync.Mutex
@@ -66,6 +67,9 @@ func (f *fakeAuthz) Authorize(_ context.Context, a authorizer.Attributes) (autho
 			continue
 		}
 		if a.GetResource() == "nodes" && a.GetAPIGroup() == "" && a.GetNamespace() == "" && parts[2] == "nodes" {
+			return authorizer.DecisionAllow, "", nil
+		}
+		if parts[2] == a.GetResource()+"."+a.GetAPIGroup() && a.GetAPIGroup() != "" {
 			return authorizer.DecisionAllow, "", nil
 		}
 		if a.GetResource() != "pods" || a.GetAPIGroup() != "" {
@@ -271,7 +275,7 @@ func TestPodAccessIsAuthorizedAsGetPod(t *testing.T) {
 // namespaces the store holds; a caller without cluster-wide rights is
 // refused and told to ask for one namespace.
 func TestAggregatesAuthorizeOnce(t *testing.T) {
-	e := newEnv(t, "admin list */", "alice list team-a/", "admin get /apis/schedscope.io/v1alpha1/status")
+	e := newEnv(t, "admin list */", "alice list team-a/", "admin get status.schedscope.io")
 	tests := []struct {
 		name     string
 		user     string
@@ -388,10 +392,12 @@ func TestRejectionsEndpoint(t *testing.T) {
 	}
 }
 
+// TestStatusEndpoint: the status is authorized on the API group's status
+// resource, as on the aggregated path; a path permission is not enough.
 func TestStatusEndpoint(t *testing.T) {
-	e := newEnv(t, "admin get /apis/schedscope.io/v1alpha1/status")
+	e := newEnv(t, "admin get status.schedscope.io", "alice get /apis/schedscope.io/v1alpha1/status")
 	if code, _ := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/status"); code != 403 {
-		t.Errorf("status %d for a caller without the path permission, want 403", code)
+		t.Errorf("status %d for a caller with a path permission only, want 403", code)
 	}
 	code, body := e.get(t, "admin", "/apis/schedscope.io/v1alpha1/status")
 	if code != 200 {
