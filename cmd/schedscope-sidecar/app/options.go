@@ -61,7 +61,7 @@ func NewOptions() *Options {
 	o := &Options{
 		StreamURL:          DefaultStreamURL,
 		DBPath:             "/var/lib/schedscope/records.db",
-		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxBytes: 2 << 30},
+		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxAttemptsPerNamespace: 100_000, MaxDiskBytes: 2 << 30},
 		PruneInterval:      time.Minute,
 		SchedulerHealthURL: DefaultSchedulerBase + "/healthz",
 		SchedulerReadyURL:  DefaultSchedulerBase + "/readyz",
@@ -87,7 +87,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; created if missing.")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
 	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
-	fs.Int64Var(&o.Retention.MaxBytes, "retention-max-bytes", o.Retention.MaxBytes, "Keep at most this many bytes of (compressed) records, deleting the oldest; 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest, so that no namespace's retries push the others' history out; 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts; 0 means no bound. Leave room below the volume's size limit.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
@@ -162,8 +163,11 @@ func (o *Options) Validate() error {
 	if o.Retention.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-attempts %d must not be negative", o.Retention.MaxAttempts))
 	}
-	if o.Retention.MaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxBytes))
+	if o.Retention.MaxAttemptsPerNamespace < 0 {
+		errs = append(errs, fmt.Errorf("--retention-max-attempts-per-namespace %d must not be negative", o.Retention.MaxAttemptsPerNamespace))
+	}
+	if o.Retention.MaxDiskBytes < 0 {
+		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxDiskBytes))
 	}
 	if o.MaxInFlightPerUser < 1 {
 		errs = append(errs, fmt.Errorf("--max-requests-in-flight-per-user %d must be at least 1", o.MaxInFlightPerUser))

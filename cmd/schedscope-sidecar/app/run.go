@@ -234,6 +234,7 @@ func maintain(ctx context.Context, st store.Store, m *metrics.Metrics) {
 	}
 	m.StoreAttempts.Set(float64(stats.Attempts))
 	m.StoreBytes.Set(float64(stats.Bytes))
+	m.StoreDiskBytes.Set(float64(stats.DiskBytes))
 }
 
 func (o *Options) probeClient() (*http.Client, error) {

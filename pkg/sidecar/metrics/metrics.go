@@ -31,6 +31,7 @@ type Metrics struct {
 	IngestErrors    *prometheus.CounterVec
 	StoreAttempts   prometheus.Gauge
 	StoreBytes      prometheus.Gauge
+	StoreDiskBytes  prometheus.Gauge
 
 	SchedulerUp *prometheus.GaugeVec
 
@@ -69,6 +70,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Subsystem: "store", Name: "records_bytes",
 			Help: "Size of the stored (compressed) decision records.",
 		}),
+		StoreDiskBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: "store", Name: "disk_bytes",
+			Help: "Size of the store's files on disk: the database (records and indexes) and its write-ahead log.",
+		}),
 		SchedulerUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: "scheduler", Name: "up",
 			Help: "Whether the scheduler's health endpoint answered 200 on the last probe, by probe (liveness, readiness).",
@@ -88,6 +93,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.IngestErrors.WithLabelValues(stage)
 	}
 	reg.MustRegister(m.RecordsReceived, m.RecordsLost, m.Relists, m.EpochChanges, m.IngestErrors,
-		m.StoreAttempts, m.StoreBytes, m.SchedulerUp, m.PodSchedulingDuration, m.SchedulingEvents)
+		m.StoreAttempts, m.StoreBytes, m.StoreDiskBytes, m.SchedulerUp, m.PodSchedulingDuration, m.SchedulingEvents)
 	return m
 }

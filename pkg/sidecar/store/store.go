@@ -122,7 +122,12 @@ type RejectionQuery struct {
 type Retention struct {
 	MaxAge      time.Duration
 	MaxAttempts int64
-	MaxBytes    int64
+	// MaxAttemptsPerNamespace bounds each namespace's attempts, so that no
+	// namespace's retries push every other's history out.
+	MaxAttemptsPerNamespace int64
+	// MaxDiskBytes bounds the store's files on disk: records, indexes and
+	// the write-ahead log.
+	MaxDiskBytes int64
 }
 
 // Summarize returns the summary of a record.

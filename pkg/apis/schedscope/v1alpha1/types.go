@@ -92,6 +92,9 @@ type StoreStats struct {
 	Pods     int64 `json:"pods"`
 	// Bytes is the size of the stored records.
 	Bytes int64 `json:"bytes"`
+	// DiskBytes is the size of the store's files on disk: records, indexes
+	// and the write-ahead log.
+	DiskBytes int64 `json:"diskBytes"`
 }
 
 // FollowerStatus is what the sidecar's follower reports about itself.

@@ -54,3 +54,30 @@ func TestMigrations(t *testing.T) {
 		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
 	}
 }
+
+// TestOpenConvertsToIncrementalVacuum: a database written without
+// incremental vacuum (as the first release wrote them) is converted on
+// Open, so that retention gives freed pages back to the file system.
+func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(migrations[0] + "; PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err := Open(context.Background(), path, store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode int
+	if err := st.db.QueryRow("PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if mode != 2 {
+		t.Errorf("auto_vacuum %d after Open, want 2 (incremental)", mode)
+	}
+}

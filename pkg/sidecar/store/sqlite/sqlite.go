@@ -36,6 +36,7 @@ const (
 // Store is a store.Store in a SQLite database file.
 type Store struct {
 	db        *sql.DB
+	path      string
 	retention store.Retention
 
 	// mu serializes writers: SQLite allows one at a time, and waiting here
@@ -56,7 +57,13 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 	}
 	f.Close()
 	q := url.Values{}
+	// Pages freed by retention go back to the file system
+	// (incremental_vacuum after each prune), and a checkpointed
+	// write-ahead log is cut back to journalSizeLimit: the files on disk
+	// stay within the retention's bytes.
+	q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
 	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", journalSizeLimit))
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_txlock", "immediate")
@@ -69,7 +76,48 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 		db.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
-	return &Store{db: db, retention: retention}, nil
+	if err := ensureIncrementalVacuum(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %q: %w", path, err)
+	}
+	return &Store{db: db, path: path, retention: retention}, nil
+}
+
+// journalSizeLimit is what the write-ahead log is cut back to after a
+// checkpoint.
+const journalSizeLimit = 16 << 20
+
+// ensureIncrementalVacuum converts a database created without incremental
+// vacuum, once: auto_vacuum takes effect on a new file or after VACUUM.
+func ensureIncrementalVacuum(ctx context.Context, db *sql.DB) error {
+	var mode int
+	if err := db.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+		return fmt.Errorf("reading auto_vacuum: %w", err)
+	}
+	const incremental = 2
+	if mode == incremental {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("converting to incremental vacuum: %w", err)
+	}
+	return nil
+}
+
+// DiskBytes returns the size of the database file and its write-ahead log.
+func (s *Store) DiskBytes() (int64, error) {
+	var total int64
+	for _, name := range []string{s.path, s.path + "-wal"} {
+		fi, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		total += fi.Size()
+	}
+	return total, nil
 }
 
 // Close closes the database.
@@ -561,56 +609,99 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pods`).Scan(&st.Pods); err != nil {
 		return st, fmt.Errorf("reading stats: %w", err)
 	}
+	disk, err := s.DiskBytes()
+	if err != nil {
+		return st, fmt.Errorf("reading stats: %w", err)
+	}
+	st.DiskBytes = disk
 	return st, nil
 }
 
 // Prune implements store.Store: it removes attempts older than MaxAge, then
-// the oldest attempts beyond MaxAttempts and MaxBytes, with their index rows.
+// the oldest attempts beyond MaxAttempts and beyond MaxAttemptsPerNamespace
+// in each namespace, with their index rows; then, while the files on disk
+// exceed MaxDiskBytes, the oldest attempts in proportion to the excess,
+// giving the freed pages back to the file system.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r := s.retention
+	var deletes []func(*sql.Tx) (sql.Result, error)
+	if r.MaxAge > 0 {
+		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE finished < ?`, now.Add(-r.MaxAge).UnixNano())
+		})
+	}
+	if r.MaxAttempts > 0 {
+		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id <= (SELECT id FROM attempts ORDER BY id DESC LIMIT 1 OFFSET ?)`, r.MaxAttempts)
+		})
+	}
+	if r.MaxAttemptsPerNamespace > 0 {
+		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (
+				SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace ORDER BY id DESC) AS newer FROM attempts)
+				WHERE newer > ?)`, r.MaxAttemptsPerNamespace)
+		})
+	}
+	if removed, err = s.deleteAttempts(ctx, deletes...); err != nil {
+		return removed, err
+	}
+	if r.MaxDiskBytes <= 0 {
+		return removed, nil
+	}
+	// Each round removes the oldest attempts in proportion to the excess
+	// (aiming a tenth below the bound); sizes vary, so a few rounds may
+	// be needed.
+	for range 4 {
+		if err := s.reclaim(ctx); err != nil {
+			return removed, err
+		}
+		used, err := s.DiskBytes()
+		if err != nil {
+			return removed, fmt.Errorf("pruning by size: %w", err)
+		}
+		if used <= r.MaxDiskBytes {
+			return removed, nil
+		}
+		n, err := s.deleteAttempts(ctx, func(tx *sql.Tx) (sql.Result, error) {
+			var count int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts`).Scan(&count); err != nil {
+				return nil, err
+			}
+			excess := used - r.MaxDiskBytes*9/10
+			k := max(1, (count*excess+used-1)/used)
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (SELECT id FROM attempts ORDER BY id LIMIT ?)`, k)
+		})
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return removed, s.reclaim(ctx)
+}
+
+// deleteAttempts runs deletes of attempts in one transaction, then removes
+// the pods and rejection rows they leave without an attempt.
+func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (sql.Result, error)) (removed int, err error) {
+	if len(deletes) == 0 {
+		return 0, nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("starting transaction: %w", err)
 	}
-	defer func() {
+	defer tx.Rollback()
+	for _, del := range deletes {
+		res, err := del(tx)
 		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	exec := func(q string, args ...any) error {
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("pruning: %w", err)
+			return 0, fmt.Errorf("pruning: %w", err)
 		}
 		n, _ := res.RowsAffected()
 		removed += int(n)
-		return nil
-	}
-	r := s.retention
-	if r.MaxAge > 0 {
-		if err := exec(`DELETE FROM attempts WHERE finished < ?`, now.Add(-r.MaxAge).UnixNano()); err != nil {
-			return 0, err
-		}
-	}
-	if r.MaxAttempts > 0 {
-		if err := exec(`DELETE FROM attempts WHERE id <= (SELECT id FROM attempts ORDER BY id DESC LIMIT 1 OFFSET ?)`, r.MaxAttempts); err != nil {
-			return 0, err
-		}
-	}
-	if r.MaxBytes > 0 {
-		// Keep the newest attempts whose sizes add up to at most MaxBytes.
-		var cut sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT MAX(id) FROM (
-			SELECT id, SUM(size) OVER (ORDER BY id DESC) AS newer FROM attempts
-		) WHERE newer > ?`, r.MaxBytes).Scan(&cut); err != nil {
-			return 0, fmt.Errorf("pruning by size: %w", err)
-		}
-		if cut.Valid {
-			if err := exec(`DELETE FROM attempts WHERE id <= ?`, cut.Int64); err != nil {
-				return 0, err
-			}
-		}
 	}
 	if removed > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rejections WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = rejections.attempt_id)`); err != nil {
@@ -624,6 +715,18 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 		return 0, fmt.Errorf("committing prune: %w", err)
 	}
 	return removed, nil
+}
+
+// reclaim gives the database's free pages back to the file system and
+// checkpoints the write-ahead log, truncating it.
+func (s *Store) reclaim(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `PRAGMA incremental_vacuum`); err != nil {
+		return fmt.Errorf("reclaiming free pages: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("checkpointing the write-ahead log: %w", err)
+	}
+	return nil
 }
 
 // DeleteNamespace implements store.Store.

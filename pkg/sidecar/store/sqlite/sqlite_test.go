@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -335,14 +336,22 @@ func TestPrune(t *testing.T) {
 			wantPods:    []string{"a/p3", "b/p2"},
 		},
 		{
-			name:        "by bytes",
-			retention:   store.Retention{MaxBytes: 1},
+			name:        "by bytes on disk",
+			retention:   store.Retention{MaxDiskBytes: 1},
 			now:         recordtest.Base,
 			wantRemoved: 5,
 		},
 		{
+			name:        "by count per namespace",
+			retention:   store.Retention{MaxAttemptsPerNamespace: 2},
+			now:         recordtest.Base,
+			wantRemoved: 1,
+			wantSeqs:    []uint64{2, 3, 4, 5},
+			wantPods:    []string{"a/p3", "b/p2", "a/p1"},
+		},
+		{
 			name:      "nothing to do",
-			retention: store.Retention{MaxAge: time.Hour, MaxAttempts: 10, MaxBytes: 1 << 20},
+			retention: store.Retention{MaxAge: time.Hour, MaxAttempts: 10, MaxAttemptsPerNamespace: 3, MaxDiskBytes: 16 << 20},
 			now:       recordtest.Base,
 			wantSeqs:  []uint64{1, 2, 3, 4, 5},
 			wantPods:  []string{"a/p3", "b/p2", "a/p1"},
@@ -518,4 +527,65 @@ func TestDeleteNamespace(t *testing.T) {
 	if stats.Attempts != 2 || stats.Pods != 1 {
 		t.Errorf("stats %+v, want namespace b's 2 attempts of 1 pod", stats)
 	}
+}
+
+// TestPruneKeepsFilesUnderMaxDiskBytes: after retention the database file
+// and its write-ahead log, as the file system sees them, are within
+// MaxDiskBytes, the newest attempts kept, and Stats reports those bytes.
+func TestPruneKeepsFilesUnderMaxDiskBytes(t *testing.T) {
+	ctx := context.Background()
+	const limit = 1 << 20
+	s, path := openTest(t, store.Retention{MaxDiskBytes: limit})
+	nodes := make([]string, 300)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("node-%04d", i)
+	}
+	const total = 3000
+	for batch := range total / 100 {
+		var records []*record.Attempt
+		for i := range 100 {
+			n := batch*100 + i
+			a := recordtest.MakeAttempt("ns", fmt.Sprint("p", n), fmt.Sprint("uid-", n)).Unschedulable("0/300 nodes are available").
+				Rejected("NodeAffinity", fmt.Sprintf("didn't match, attempt %d", n), nodes...).Obj()
+			a.Seq = uint64(n + 1)
+			records = append(records, a)
+		}
+		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: uint64((batch + 1) * 100)}, store.Records(records...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := s.DiskBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= limit {
+		t.Fatalf("the files hold %d bytes before retention, want more than %d for the test to mean anything", before, limit)
+	}
+	removed, err := s.Prune(ctx, recordtest.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onDisk int64
+	for _, name := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(name); err == nil {
+			onDisk += fi.Size()
+		}
+	}
+	if onDisk > limit {
+		t.Errorf("%d bytes on disk after retention (%d before, %d attempts removed), want at most %d", onDisk, before, removed, limit)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.DiskBytes != onDisk {
+		t.Errorf("Stats().DiskBytes = %d, the files hold %d", st.DiskBytes, onDisk)
+	}
+	if st.Attempts == 0 || st.Attempts+int64(removed) != total {
+		t.Errorf("%d attempts kept and %d removed, want some kept and %d in all", st.Attempts, removed, total)
+	}
+	if _, err := s.Attempt(ctx, store.PodSelector{UID: fmt.Sprint("uid-", total-1)}, 0); err != nil {
+		t.Errorf("the newest attempt was not kept: %v", err)
+	}
+	t.Logf("%d bytes before, %d after; %d of %d attempts removed", before, onDisk, removed, total)
 }
