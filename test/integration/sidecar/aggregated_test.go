@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -97,11 +98,14 @@ func TestAggregatedAPI(t *testing.T) {
 // registerAPIService makes the kube-apiserver serve the sidecar's API group
 // by proxying to the sidecar: an ExternalName service naming localhost (the
 // test has no cluster network or endpoints controller), and the APIService,
-// then waits until the aggregator reports it available.
+// then waits until the aggregator reports it available. Tests may call it
+// one after the other: each removes the APIService when it ends.
 func registerAPIService(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	createNamespace(t, "schedscope")
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "schedscope"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	u, err := url.Parse(sidecar.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +117,7 @@ func registerAPIService(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Services("schedscope").Create(ctx, &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "schedscope-sidecar"},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "localhost"},
-	}, metav1.CreateOptions{}); err != nil {
+	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	client, err := aggregator.NewForConfig(cp.Config)
@@ -156,6 +160,20 @@ const explainReader = "schedscope:explain-reader"
 // read from manifests/base/rbac.yaml, so the test proves that role enough.
 func grantAPIGroup(t *testing.T) {
 	t.Helper()
+	ensureExplainReader(t)
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "agg-viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: explainReader},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ensureExplainReader creates the manifests' explainReader ClusterRole, as
+// manifests/base/rbac.yaml has it, unless it exists.
+func ensureExplainReader(t *testing.T) {
+	t.Helper()
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "manifests", "base", "rbac.yaml"))
 	if err != nil {
@@ -174,14 +192,7 @@ func grantAPIGroup(t *testing.T) {
 	if role == nil {
 		t.Fatalf("manifests/base/rbac.yaml has no ClusterRole %s", explainReader)
 	}
-	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "agg-viewer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: explainReader},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "viewer"}},
-	}, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }
