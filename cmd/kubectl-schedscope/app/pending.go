@@ -90,7 +90,7 @@ func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time) {
 		if rejected == "" {
 			rejected = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Pod.Namespace, p.Pod.Name, p.Profile, p.Latest.Attempt,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Pod.Namespace, p.Pod.Name, p.Profile, max(p.Latest.Attempt, p.Latest.LastAttempt),
 			p.Latest.Result, duration.HumanDuration(now.Sub(p.FirstSeen)), rejected, p.Latest.Message)
 	}
 	tw.Flush()

@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"stage"}),
 		StoreAttempts: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: "store", Name: "attempts",
-			Help: "Scheduling attempts held in the store.",
+			Help: "Scheduling attempts recorded in the store, repeats folded into another attempt included.",
 		}),
 		StoreBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: "store", Name: "records_bytes",

@@ -38,6 +38,14 @@ type AttemptSummary struct {
 	Reasons       []RejectionSummary `json:"reasons,omitempty"`
 	// StoredBytes is the size of the stored record.
 	StoredBytes int `json:"storedBytes"`
+	// Repeats counts the later attempts of the pod, in a row, whose
+	// outcome was this one's (unschedulable at the same point, for the
+	// same reasons, on the same nodes): they are folded into this one and
+	// stored once, as upstream folds repeated events into one with a
+	// count. LastAttempt and LastFinished are the last of them.
+	Repeats      int       `json:"repeats,omitempty"`
+	LastAttempt  int       `json:"lastAttempt,omitempty"`
+	LastFinished time.Time `json:"lastFinished,omitzero"`
 }
 
 // RejectionSummary says how many nodes one plugin rejected in an attempt.
@@ -88,8 +96,12 @@ type RejectionBucket struct {
 
 // StoreStats describes a store's contents.
 type StoreStats struct {
+	// Attempts counts the attempts recorded, folded repeats included.
 	Attempts int64 `json:"attempts"`
-	Pods     int64 `json:"pods"`
+	// Folded counts the repeats folded into another attempt: Attempts -
+	// Folded attempts are stored.
+	Folded int64 `json:"folded"`
+	Pods   int64 `json:"pods"`
 	// Bytes is the size of the stored records.
 	Bytes int64 `json:"bytes"`
 	// DiskBytes is the size of the store's files on disk: records, indexes

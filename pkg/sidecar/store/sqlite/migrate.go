@@ -57,6 +57,15 @@ CREATE TABLE rejections (
 CREATE INDEX rejections_by_finished ON rejections (finished, plugin);
 CREATE INDEX rejections_by_attempt ON rejections (attempt_id);
 `,
+	// 2: repeats of an unschedulable outcome fold into the attempt that
+	// had it first: its outcome's signature, how many repeats, the last.
+	`
+ALTER TABLE attempts ADD COLUMN signature BLOB;
+ALTER TABLE attempts ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN last_attempt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN last_finished INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the database to the newest schema version, each step in

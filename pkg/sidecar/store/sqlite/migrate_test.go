@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,14 +51,15 @@ func TestMigrations(t *testing.T) {
 	}
 	db.Close()
 	_, err = Open(ctx, path, store.Retention{})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this build's 1") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99 is newer than this build's %d", store.SchemaVersion)) {
 		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
 	}
 }
 
-// TestOpenConvertsToIncrementalVacuum: a database written without
-// incremental vacuum (as the first release wrote them) is converted on
-// Open, so that retention gives freed pages back to the file system.
+// TestOpenConvertsToIncrementalVacuum: a database of schema version 1
+// written without incremental vacuum (as the first release wrote them) is
+// migrated and converted on Open, so that retention gives freed pages back
+// to the file system.
 func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -79,5 +81,8 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	st.Close()
 	if mode != 2 {
 		t.Errorf("auto_vacuum %d after Open, want 2 (incremental)", mode)
+	}
+	if v := userVersion(t, path); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
 }

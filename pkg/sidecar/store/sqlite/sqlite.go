@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -191,6 +193,9 @@ type row struct {
 	data     []byte
 	finished int64
 	rejected []rejectionRow
+	// signature identifies an unschedulable outcome, for folding its
+	// repeats; nil for other results.
+	signature []byte
 }
 
 // encodeRows encodes records for their tables, spread over the CPUs:
@@ -225,20 +230,49 @@ func encodeRow(epoch string, r store.Record) (row, error) {
 	if err != nil {
 		return row{}, fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
 	}
-	return row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a)}, nil
+	sig, err := outcomeSignature(a)
+	if err != nil {
+		return row{}, fmt.Errorf("signing the outcome of record %d: %w", a.Seq, err)
+	}
+	return row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a), signature: sig}, nil
+}
+
+// outcomeSignature identifies an unschedulable attempt's outcome: the
+// result, message, failing point, nominated node, node counts and every
+// plugin's rejections (nodes and reasons). Timings, numbers and traces are
+// left out: two attempts with one signature differ in nothing else a
+// reader asks about. It is nil for attempts that were not unschedulable.
+func outcomeSignature(a *record.Attempt) ([]byte, error) {
+	if a.Result != record.ResultUnschedulable {
+		return nil, nil
+	}
+	b, err := json.Marshal(struct {
+		Profile, Message, FailedPoint, NominatedNode string
+		Nodes                                        record.NodeCounts
+		Rejections                                   []record.PluginRejections
+	}{a.Profile, a.Message, a.FailedPoint, a.NominatedNode, a.Nodes, a.RejectionsByPlugin()})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	return sum[:], nil
 }
 
 // inserts are the statements that store a record.
 type inserts struct {
 	attempt, pod, rejection *sql.Stmt
+	// latest reads a pod's latest attempt; fold folds a repeat into it
+	// and touch moves the pod's finish time to the repeat's; folded finds
+	// a repeat folded before.
+	latest, fold, touch, folded *sql.Stmt
 }
 
 func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
 	var ins inserts
 	var err error
 	if ins.attempt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO attempts
-		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, fmt.Errorf("preparing insert: %w", err)
 	}
 	if ins.pod, err = tx.PrepareContext(ctx, `INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
@@ -254,11 +288,30 @@ func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
 		ins.close()
 		return nil, fmt.Errorf("preparing rejection insert: %w", err)
 	}
+	if ins.latest, err = tx.PrepareContext(ctx, `SELECT a.id, a.epoch, a.seq, a.last_seq, a.signature
+		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.uid = ?`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing latest attempt query: %w", err)
+	}
+	if ins.fold, err = tx.PrepareContext(ctx, `UPDATE attempts SET repeats = repeats + 1, last_attempt = ?, last_seq = ?, last_finished = ?
+		WHERE id = ?`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing fold: %w", err)
+	}
+	if ins.touch, err = tx.PrepareContext(ctx, `UPDATE pods SET finished = ? WHERE uid = ?`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing pod update: %w", err)
+	}
+	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts
+		WHERE uid = ? AND epoch = ? AND seq < ? AND last_seq >= ?`); err != nil {
+		ins.close()
+		return nil, fmt.Errorf("preparing folded query: %w", err)
+	}
 	return &ins, nil
 }
 
 func (ins *inserts) close() {
-	for _, st := range []*sql.Stmt{ins.attempt, ins.pod, ins.rejection} {
+	for _, st := range []*sql.Stmt{ins.attempt, ins.pod, ins.rejection, ins.latest, ins.fold, ins.touch, ins.folded} {
 		if st != nil {
 			st.Close()
 		}
@@ -266,11 +319,15 @@ func (ins *inserts) close() {
 }
 
 // insert stores a record, its pod and its rejections; a record already
-// stored is left alone.
+// stored is left alone, and a repeat of the pod's latest unschedulable
+// outcome is folded into it.
 func (ins *inserts) insert(ctx context.Context, epoch string, r row) error {
 	a := r.a
+	if folded, err := ins.foldRepeat(ctx, epoch, r); folded || err != nil {
+		return err
+	}
 	res, err := ins.attempt.ExecContext(ctx, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
-		a.Attempt, string(a.Result), r.finished, len(r.data), string(r.summary), r.data)
+		a.Attempt, string(a.Result), r.finished, len(r.data), string(r.summary), r.data, r.signature)
 	if err != nil {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
 	}
@@ -284,12 +341,60 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r row) error {
 	if _, err := ins.pod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.finished, id, r.finished, string(a.Result)); err != nil {
 		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
 	}
+	return ins.indexRejections(ctx, id, r)
+}
+
+// indexRejections stores the rejections of r's attempt under attempt id.
+func (ins *inserts) indexRejections(ctx context.Context, id int64, r row) error {
 	for _, rj := range r.rejected {
-		if _, err := ins.rejection.ExecContext(ctx, id, r.finished, a.Pod.Namespace, rj.plugin, rj.nodes, rj.names); err != nil {
-			return fmt.Errorf("indexing rejections of record %d: %w", a.Seq, err)
+		if _, err := ins.rejection.ExecContext(ctx, id, r.finished, r.a.Pod.Namespace, rj.plugin, rj.nodes, rj.names); err != nil {
+			return fmt.Errorf("indexing rejections of record %d: %w", r.a.Seq, err)
 		}
 	}
 	return nil
+}
+
+// foldRepeat folds r into its pod's latest attempt when both were
+// unschedulable with the same outcome in the same epoch: the attempt's
+// repeat count and last attempt move on, its record is not stored again,
+// and r's rejections are indexed (they count in the rejection totals).
+// A repeat already folded is left alone. folded is false when r is not a
+// repeat.
+func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r row) (folded bool, err error) {
+	if r.signature == nil {
+		return false, nil
+	}
+	var before int
+	if err := ins.folded.QueryRowContext(ctx, r.a.Pod.UID, epoch, int64(r.a.Seq), int64(r.a.Seq)).Scan(&before); err != nil {
+		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.a.Seq, err)
+	}
+	if before > 0 {
+		return true, nil // folded before
+	}
+	var id int64
+	var latestEpoch string
+	var seq, lastSeq uint64
+	var sig []byte
+	err = ins.latest.QueryRowContext(ctx, r.a.Pod.UID).Scan(&id, &latestEpoch, &seq, &lastSeq, &sig)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the latest attempt of pod %s: %w", r.a.Pod.UID, err)
+	}
+	if latestEpoch != epoch || !bytes.Equal(sig, r.signature) {
+		return false, nil
+	}
+	if r.a.Seq <= max(seq, lastSeq) {
+		return true, nil // already stored or folded
+	}
+	if _, err := ins.fold.ExecContext(ctx, r.a.Attempt, int64(r.a.Seq), r.finished, id); err != nil {
+		return false, fmt.Errorf("folding record %d: %w", r.a.Seq, err)
+	}
+	if _, err := ins.touch.ExecContext(ctx, r.finished, r.a.Pod.UID); err != nil {
+		return false, fmt.Errorf("indexing pod of record %d: %w", r.a.Seq, err)
+	}
+	return true, ins.indexRejections(ctx, id, r)
 }
 
 // putCursor stores the follower's cursor.
@@ -338,7 +443,7 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT summary FROM attempts WHERE ` + where + ` ORDER BY id DESC`
+	q := `SELECT summary, repeats, last_attempt, last_finished FROM attempts WHERE ` + where + ` ORDER BY id DESC`
 	if limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, limit)
@@ -350,17 +455,37 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 	defer rows.Close()
 	var out []v1alpha1.AttemptSummary
 	for rows.Next() {
-		var summary string
-		if err := rows.Scan(&summary); err != nil {
+		var f foldedSummary
+		if err := rows.Scan(&f.summary, &f.repeats, &f.lastAttempt, &f.lastFinished); err != nil {
 			return nil, fmt.Errorf("listing attempts: %w", err)
 		}
-		var sum v1alpha1.AttemptSummary
-		if err := json.Unmarshal([]byte(summary), &sum); err != nil {
-			return nil, fmt.Errorf("decoding attempt summary: %w", err)
+		sum, err := f.decode()
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, sum)
 	}
 	return out, rows.Err()
+}
+
+// foldedSummary is an attempt's stored summary and the repeats folded
+// into it.
+type foldedSummary struct {
+	summary      string
+	repeats      int
+	lastAttempt  int
+	lastFinished int64
+}
+
+func (f foldedSummary) decode() (v1alpha1.AttemptSummary, error) {
+	var sum v1alpha1.AttemptSummary
+	if err := json.Unmarshal([]byte(f.summary), &sum); err != nil {
+		return sum, fmt.Errorf("decoding attempt summary: %w", err)
+	}
+	if f.repeats > 0 {
+		sum.Repeats, sum.LastAttempt, sum.LastFinished = f.repeats, f.lastAttempt, time.Unix(0, f.lastFinished).UTC()
+	}
+	return sum, nil
 }
 
 // Attempt implements store.Reader.
@@ -371,8 +496,9 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 	}
 	q := `SELECT data FROM attempts WHERE ` + where
 	if number > 0 {
-		q += ` AND attempt = ?`
-		args = append(args, number)
+		// A folded repeat is answered with the attempt it was folded into.
+		q += ` AND attempt <= ? AND (attempt = ? OR last_attempt >= ?)`
+		args = append(args, number, number, number)
 	}
 	q += ` ORDER BY id DESC LIMIT 1`
 	var data []byte
@@ -401,7 +527,7 @@ func inNamespaces(column string, namespaces []string) (string, []any) {
 
 // Pods implements store.Reader.
 func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1.PodStatus, error) {
-	q := `SELECT p.first_seen, a.summary FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE 1`
+	q := `SELECT p.first_seen, a.summary, a.repeats, a.last_attempt, a.last_finished FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE 1`
 	var args []any
 	if opts.PendingOnly {
 		q += ` AND p.result != ?`
@@ -423,13 +549,14 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 	out := []v1alpha1.PodStatus{}
 	for rows.Next() {
 		var firstSeen int64
-		var summary string
-		if err := rows.Scan(&firstSeen, &summary); err != nil {
+		var f foldedSummary
+		if err := rows.Scan(&firstSeen, &f.summary, &f.repeats, &f.lastAttempt, &f.lastFinished); err != nil {
 			return nil, fmt.Errorf("listing pods: %w", err)
 		}
 		var p v1alpha1.PodStatus
-		if err := json.Unmarshal([]byte(summary), &p.Latest); err != nil {
-			return nil, fmt.Errorf("decoding attempt summary: %w", err)
+		var err error
+		if p.Latest, err = f.decode(); err != nil {
+			return nil, err
 		}
 		p.Pod = p.Latest.Pod
 		p.Profile = p.Latest.Profile
@@ -603,9 +730,11 @@ func (t *tally) result() []v1alpha1.RejectionCount {
 // Stats implements store.Reader.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	var st v1alpha1.StoreStats
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM attempts`).Scan(&st.Attempts, &st.Bytes); err != nil {
+	var stored int64
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts`).Scan(&stored, &st.Folded, &st.Bytes); err != nil {
 		return st, fmt.Errorf("reading stats: %w", err)
 	}
+	st.Attempts = stored + st.Folded
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pods`).Scan(&st.Pods); err != nil {
 		return st, fmt.Errorf("reading stats: %w", err)
 	}

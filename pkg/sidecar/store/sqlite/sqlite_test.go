@@ -589,3 +589,78 @@ func TestPruneKeepsFilesUnderMaxDiskBytes(t *testing.T) {
 	}
 	t.Logf("%d bytes before, %d after; %d of %d attempts removed", before, onDisk, removed, total)
 }
+
+// TestFoldRepeats: attempts of a pod that repeat its latest unschedulable
+// outcome are stored once, with a count and the last of them; a different
+// outcome, a success or a new epoch starts a new stored attempt; re-appended
+// records fold nothing twice; the rejection totals count every attempt.
+func TestFoldRepeats(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t, store.Retention{})
+	t0 := recordtest.Base
+	attempt := func(n int, reason string) *record.Attempt {
+		a := recordtest.MakeAttempt("ns", "p", "uid-1").Number(n).Finished(t0.Add(time.Duration(n) * time.Second)).
+			Unschedulable("0/2 nodes are available").Rejected("NodeAffinity", reason, "n1", "n2").Obj()
+		a.Seq = uint64(n)
+		return a
+	}
+	scheduled := recordtest.MakeAttempt("ns", "p", "uid-1").Number(6).Finished(t0.Add(6 * time.Second)).Passed("n1").Scheduled("n1").Obj()
+	scheduled.Seq = 6
+	all := []*record.Attempt{attempt(1, "x"), attempt(2, "x"), attempt(3, "x"), attempt(4, "y"), attempt(5, "y"), scheduled}
+	for _, batch := range [][]*record.Attempt{all[:2], all[2:], all} { // the last re-appends everything
+		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 6}, store.Records(batch...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type folded struct{ Attempt, Repeats, LastAttempt int }
+	var got []folded
+	for _, a := range sums {
+		got = append(got, folded{a.Attempt, a.Repeats, a.LastAttempt})
+	}
+	if diff := cmp.Diff([]folded{{6, 0, 0}, {4, 1, 5}, {1, 2, 3}}, got); diff != "" {
+		t.Errorf("stored attempts (-want +got):\n%s", diff)
+	}
+	if want := t0.Add(3 * time.Second); !sums[2].LastFinished.Equal(want) {
+		t.Errorf("attempts 1-3 last finished %v, want %v", sums[2].LastFinished, want)
+	}
+	for number, want := range map[int]int{2: 1, 3: 1, 5: 4, 6: 6} {
+		a, err := s.Attempt(ctx, store.PodSelector{UID: "uid-1"}, number)
+		if err != nil || a.Attempt != want {
+			t.Errorf("Attempt(%d): attempt %v, %v; want the stored attempt %d", number, a, err, want)
+		}
+	}
+	if _, err := s.Attempt(ctx, store.PodSelector{UID: "uid-1"}, 7); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Attempt(7): %v, want ErrNotFound", err)
+	}
+	rej, err := s.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 5, Nodes: 10}}, rej); diff != "" {
+		t.Errorf("rejections count every attempt (-want +got):\n%s", diff)
+	}
+
+	// The same outcome after the scheduler restarted (a new epoch) is a
+	// new stored attempt: sequences of two epochs do not compare.
+	again := attempt(7, "y")
+	again.Seq = 1
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, store.Records(again)); err != nil {
+		t.Fatal(err)
+	}
+	again2 := attempt(8, "y")
+	again2.Seq = 2
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 2}, store.Records(again2)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempts != 8 || st.Folded != 4 {
+		t.Errorf("%d attempts, %d folded; want all 8, 4 folded (attempt 8 into 7 of the new epoch)", st.Attempts, st.Folded)
+	}
+}

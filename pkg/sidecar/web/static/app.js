@@ -76,7 +76,7 @@ function podTable(items, empty) {
     el('tbody', {}, items.map(p => el('tr', { 'data-pod': p.pod.namespace + '/' + p.pod.name },
       el('td', {}, podLink(p.pod)),
       el('td', { text: p.profile }),
-      el('td', { class: 'num', text: p.latest.attempt }),
+      el('td', { class: 'num', text: p.latest.lastAttempt || p.latest.attempt }),
       el('td', { class: 'result-' + p.latest.result, text: p.latest.result }),
       el('td', { text: fmtTime(p.latest.finished) }),
       el('td', { text: reasonsText(p.latest.reasons) || '-' }),
@@ -154,9 +154,9 @@ function summary(e) {
 function timeline(attempts, current, pod) {
   const items = attempts.slice().reverse();
   return el('ol', { class: 'timeline' }, items.map(a => el('li', { class: a.attempt === current ? 'current' : '' },
-    el('a', { href: podHref(pod, a.attempt), text: '#' + a.attempt }),
-    ' ', el('span', { class: 'result-' + a.result, text: a.result }),
-    ' ', el('span', { class: 'muted', text: fmtTime(a.finished) }),
+    el('a', { href: podHref(pod, a.attempt), text: '#' + a.attempt + (a.repeats ? '–' + a.lastAttempt : '') }),
+    ' ', el('span', { class: 'result-' + a.result, text: a.result + (a.repeats ? ' ×' + (a.repeats + 1) : '') }),
+    ' ', el('span', { class: 'muted', text: fmtTime(a.finished) + (a.repeats ? ' to ' + fmtTime(a.lastFinished) : '') }),
     a.selectedNode ? ' → ' + a.selectedNode : (a.reasons && a.reasons.length ? ' — ' + reasonsText(a.reasons) : ''))));
 }
 
