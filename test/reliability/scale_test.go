@@ -55,8 +55,11 @@ func schedulerConfig(profile string) string {
 // attempts the scheduler made (upstream's scheduler_schedule_attempts_total),
 // the records it emitted (the stream's last sequence) and the records the
 // sidecar stored or counted as lost must agree, with none dropped before
-// the stream and none lost after it. It reports both schedulers' peak
-// resident memory, their bind times and rates, and the sidecar's lag.
+// the stream and none lost after it, while hostile readers ask the
+// sidecar's API for its most expensive answers (abuse_test.go) and /readyz
+// stays fast. It reports both schedulers' peak resident memory, their bind
+// times and rates, the sidecar's lag and peak memory, and the abusive
+// requests' answers.
 //
 // The stream buffer keeps its default size: a sidecar that falls further
 // behind than the buffer holds loses records, and the test fails with the
@@ -100,6 +103,9 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sc.Stop)
+	// Hostile readers ask the sidecar for its most expensive answers for
+	// as long as the burst lasts: ingest must lose nothing meanwhile.
+	abusers := startAbuse(sc.URL, cp.Config.BearerToken, framework.ViewerToken)
 	// Scheduling may have begun: the list holds its first records, if any.
 	initial, err := framework.ListRecords(scope.StreamURL)
 	if err != nil {
@@ -175,6 +181,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 		t.Fatalf("waiting for the sidecar to reach sequence %.0f of epoch %s: %v; last status %+v", head, epoch, err, st)
 	}
 	emitted := uint64(head)
+	abusers.stop(t)
 	scopeMem, scopeCPU := memory(t, scope.Process), cpuTime(t, scope.Process)
 	sidecarMem, sidecarCPU := memory(t, sc.Process), cpuTime(t, sc.Process)
 	stored, lost := uint64(st.Store.Attempts), st.Follower.Cursor.Lost
@@ -192,6 +199,9 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 			lost, emitted, st.Follower.Relists, ingest, scopeRun.rate(), maxLag, stream.DefaultBufferSize)
 	}
 	checkStored(t, sc, scopeRun, epoch)
+	if sidecarMem.Peak > maxSidecarRSS {
+		t.Errorf("the sidecar's peak RSS %s under abuse, want at most %s", mib(sidecarMem.Peak), mib(maxSidecarRSS))
+	}
 
 	t.Logf("peak RSS: schedscope-scheduler %s, plain kube-scheduler %s: ratio %.2f, overhead %s (the stream buffer holds %d records, %.0f evicted); the sidecar's peak RSS %s",
 		mib(scopeMem.Peak), mib(plainMem.Peak), float64(scopeMem.Peak)/float64(plainMem.Peak), mib(scopeMem.Peak-plainMem.Peak), stream.DefaultBufferSize, evicted, mib(sidecarMem.Peak))
