@@ -3,8 +3,8 @@ package sqlite
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"

@@ -599,7 +599,7 @@ func TestFoldRepeats(t *testing.T) {
 	s, _ := openTest(t, store.Retention{})
 	t0 := recordtest.Base
 	attempt := func(n int, reason string) *record.Attempt {
-		a := recordtest.MakeAttempt("ns", "p", "uid-1").Number(n).Finished(t0.Add(time.Duration(n) * time.Second)).
+		a := recordtest.MakeAttempt("ns", "p", "uid-1").Number(n).Finished(t0.Add(time.Duration(n)*time.Second)).
 			Unschedulable("0/2 nodes are available").Rejected("NodeAffinity", reason, "n1", "n2").Obj()
 		a.Seq = uint64(n)
 		return a
