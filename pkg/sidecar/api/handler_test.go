@@ -106,16 +106,25 @@ type env struct {
 	authz *fakeAuthz
 }
 
-func newEnv(t *testing.T, rules ...string) *env {
+// openStore opens a store in a temporary directory holding records.
+func openStore(t *testing.T, records ...*record.Attempt) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
-		t.Fatal(err)
+	if len(records) > 0 {
+		if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: records[len(records)-1].Seq}, store.Records(records...)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return st
+}
+
+func newEnv(t *testing.T, rules ...string) *env {
+	t.Helper()
+	st := openStore(t, fixture()...)
 	authz := &fakeAuthz{rules: rules}
 	h, err := New(Config{
 		Store: st, Authenticator: fakeAuthn, Authorizer: authz,
@@ -411,11 +420,7 @@ func TestStatusEndpoint(t *testing.T) {
 }
 
 func TestAuthorizerFailureIsNotAnEmptyAnswer(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	broken := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
 		return authorizer.DecisionNoOpinion, "", fmt.Errorf("connection refused")
 	})
@@ -518,15 +523,7 @@ func (s *blockingStore) Pods(ctx context.Context, opts store.PodListOptions) ([]
 // TestInFlightPerUser: a user with MaxInFlightPerUser requests in flight
 // gets 429 with Retry-After for the next; another user is served.
 func TestInFlightPerUser(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
-		t.Fatal(err)
-	}
-	blocking := &blockingStore{Reader: st, entered: make(chan struct{}, 10), release: make(chan struct{})}
+	blocking := &blockingStore{Reader: openStore(t, fixture()...), entered: make(chan struct{}, 10), release: make(chan struct{})}
 	h, err := New(Config{Store: blocking, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "bob get team-a/web"}}, MaxInFlightPerUser: 2})
 	if err != nil {
 		t.Fatal(err)
