@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 )
@@ -38,13 +40,27 @@ var ErrMalformed = errors.New("malformed answer")
 
 // Client requests lists and watches of a record stream.
 type Client struct {
-	url  *url.URL
-	http *http.Client
+	url       *url.URL
+	http      *http.Client
+	tokenFile string
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithTokenFile sends the bearer token held in path with every request.
+// The file is read for each request, a list or a watch (so each
+// reconnection), so that a rotated token is used. An empty path sends no
+// token. A token needs an https stream URL, and the client then follows no
+// redirect: the token goes to the stream only.
+func WithTokenFile(path string) ClientOption {
+	return func(c *Client) { c.tokenFile = path }
 }
 
 // NewClient returns a client of the stream at streamURL (for example
-// http://127.0.0.1:10262/v1/records); hc nil means http.DefaultClient.
-func NewClient(streamURL string, hc *http.Client) (*Client, error) {
+// http://127.0.0.1:10262/v1/records); hc nil means http.DefaultClient. An
+// https stream's certificate is verified as hc's transport does.
+func NewClient(streamURL string, hc *http.Client, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(streamURL)
 	switch {
 	case err != nil:
@@ -57,7 +73,32 @@ func NewClient(streamURL string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{url: u, http: hc}, nil
+	c := &Client{url: u, http: hc}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.tokenFile != "" {
+		if u.Scheme != "https" {
+			return nil, fmt.Errorf("stream URL %q: a bearer token is sent over https only", streamURL)
+		}
+		noRedirect := *hc
+		noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.http = &noRedirect
+	}
+	return c, nil
+}
+
+// token reads the bearer token from the token file.
+func (c *Client) token() (string, error) {
+	b, err := os.ReadFile(c.tokenFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the stream token: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("reading the stream token: %s is empty", c.tokenFile)
+	}
+	return token, nil
 }
 
 // URL returns the address of a request.
@@ -85,6 +126,13 @@ func (c *Client) Open(ctx context.Context, req Request) (io.ReadCloser, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(req), nil)
 	if err != nil {
 		return nil, err
+	}
+	if c.tokenFile != "" {
+		token, err := c.token()
+		if err != nil {
+			return nil, err
+		}
+		hr.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(hr)
 	if err != nil {

@@ -10,5 +10,6 @@
 // A watch from a sequence the buffer has already dropped, or from another
 // epoch (the scheduler restarted), is answered with 410 Gone so the client
 // relists. Writers never wait for readers: a reader that falls behind loses
-// its place and gets 410 Gone on its next watch.
+// its place and gets 410 Gone on its next watch. The client sends a bearer
+// token read from a file (WithTokenFile) to a stream served over https.
 package stream

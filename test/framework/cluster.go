@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -411,9 +412,11 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 			return nil, err
 		}
 		args = append(args, "--record-stream-address", fmt.Sprintf("127.0.0.1:%d", streamPort))
-		s.StreamURL = fmt.Sprintf("http://127.0.0.1:%d/v1/records", streamPort)
 	}
 	args = append(args, extra...)
+	if observedSchedulers[binary] {
+		s.StreamURL = streamURL(args)
+	}
 	s.Process, err = Start(cp.Dir, name, binary, args...)
 	if err != nil {
 		return nil, err
@@ -439,6 +442,44 @@ func (s *Scheduler) Restart(ctx context.Context) error {
 		return err
 	}
 	return s.wait(ctx)
+}
+
+// streamURL is the record stream of a scheduler started with args, empty
+// if it serves none: https when --record-stream-allow-remote serves it over
+// TLS, and on 127.0.0.1 when it listens on every address.
+func streamURL(args []string) string {
+	addr, _ := flagValue(args, "--record-stream-address")
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if v, ok := flagValue(args, "--record-stream-allow-remote"); ok {
+		if remote, err := strconv.ParseBool(v); err == nil && remote {
+			scheme = "https"
+		}
+	}
+	return fmt.Sprintf("%s://%s/v1/records", scheme, net.JoinHostPort(host, port))
+}
+
+// flagValue returns the last value of flag in args, given as --flag=value
+// or --flag value; a flag followed by another flag or nothing is "true".
+func flagValue(args []string, flag string) (value string, found bool) {
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, flag+"="):
+			value, found = strings.TrimPrefix(a, flag+"="), true
+		case a == flag:
+			value, found = "true", true
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				value = args[i+1]
+			}
+		}
+	}
+	return value, found
 }
 
 func hasFlag(args []string, flag string) bool {

@@ -18,7 +18,8 @@ type RecordOptions struct {
 	QueueSize int
 	// BindAddress is host:port of the record stream; empty disables it.
 	BindAddress string
-	// AllowRemote permits a BindAddress that is not loopback.
+	// AllowRemote serves the stream over TLS, authenticated and authorized
+	// like the secure port, and permits a BindAddress that is not loopback.
 	AllowRemote bool
 	// Bookmark is the interval of keep-alive events on idle watches.
 	Bookmark time.Duration
@@ -41,7 +42,7 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.BufferSize, "record-buffer-size", o.BufferSize, "Number of decision records the record stream keeps for readers; older ones are dropped and counted.")
 	fs.IntVar(&o.QueueSize, "record-queue-size", o.QueueSize, "Number of finished attempts that may wait to become records; beyond it attempts are dropped and counted, never waited for.")
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
-	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Allow --record-stream-address to be a non-loopback address. The stream is not authenticated.")
+	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Serve the record stream over TLS and authenticated like the secure port: with its serving certificate, to callers its delegated authentication knows and its delegated authorization allows to get the path /v1/records. This allows a non-loopback --record-stream-address. Off, the stream is plain HTTP without authentication, on loopback only.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
 	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) for OpenTelemetry traces of scheduling attempts. Empty turns tracing off.")
 	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced. Off, the annotation only parents the trace and the sampling rate decides: whoever creates a pod writes its annotations.")
@@ -68,7 +69,7 @@ func (o *RecordOptions) Validate() []error {
 		case port == "":
 			errs = append(errs, fmt.Errorf("--record-stream-address: %q has no port", o.BindAddress))
 		case !o.AllowRemote && !isLoopback(host):
-			errs = append(errs, fmt.Errorf("--record-stream-address: %q is not a loopback address; the stream is unauthenticated, set --record-stream-allow-remote to expose it", o.BindAddress))
+			errs = append(errs, fmt.Errorf("--record-stream-address: %q is not a loopback address; set --record-stream-allow-remote to serve the stream there, over TLS and authenticated like the secure port", o.BindAddress))
 		}
 	}
 	return errs

@@ -4,14 +4,9 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -138,7 +133,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	}
 	fg.(featuregate.MutableFeatureGate).AddMetrics()
 	opts.ComponentGlobalsRegistry.AddMetrics()
-	if err := serveStream(ctx, recordOpts.BindAddress, streamServer); err != nil {
+	if err := serveStream(ctx, recordOpts, cc, streamServer); err != nil {
 		return err
 	}
 	go recorder.Run(ctx)
@@ -188,40 +183,6 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		return nil, nil, nil, err
 	}
 	return recorder, streamServer, shutdown, nil
-}
-
-// streamMaxConnections caps the record stream's open connections; further
-// ones wait to be accepted. Each open watch may hold up to a buffer of
-// records while it writes them.
-const streamMaxConnections = 16
-
-// serveStream serves the record stream at address until ctx ends; an empty
-// address serves nothing.
-func serveStream(ctx context.Context, address string, h http.Handler) error {
-	if address == "" {
-		return nil
-	}
-	ln, err := net.Listen("tcp", address)
-	if err != nil {
-		return fmt.Errorf("--record-stream-address: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(stream.Path, h)
-	// Readers are the sidecar and tools: a few connections, each one
-	// bounded in time and in header size (the stream bounds its writes).
-	ln = netutil.LimitListener(ln, streamMaxConnections)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Record stream stopped")
-		}
-	}()
-	klog.FromContext(ctx).Info("Serving the record stream", "address", ln.Addr().String(), "path", stream.Path)
-	return nil
 }
 
 // completeConfig is kube-scheduler's configuration from opts, validated.

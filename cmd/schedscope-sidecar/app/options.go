@@ -29,6 +29,12 @@ const (
 type Options struct {
 	// StreamURL is the scheduler's record stream.
 	StreamURL string
+	// StreamTokenFile holds the bearer token sent to an https stream, read
+	// again on each (re)connection; empty sends none.
+	StreamTokenFile string
+	// StreamCAFile verifies an https stream's certificate; empty means the
+	// system roots.
+	StreamCAFile string
 	// DBPath is the SQLite database file.
 	DBPath    string
 	Retention store.Retention
@@ -84,6 +90,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 	fs := fss.FlagSet("sidecar")
 	fs.StringVar(&o.StreamURL, "stream-url", o.StreamURL, "The scheduler's decision record stream.")
+	fs.StringVar(&o.StreamTokenFile, "stream-token-file", o.StreamTokenFile, "File holding a bearer token sent to the record stream, read again on each (re)connection so that a rotated token is used; in a pod, /var/run/secrets/kubernetes.io/serviceaccount/token. Needs an https --stream-url. Empty sends none.")
+	fs.StringVar(&o.StreamCAFile, "stream-ca-file", o.StreamCAFile, "CA bundle (PEM) verifying the certificate of an https --stream-url; empty means the system roots.")
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; created if missing.")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
 	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
@@ -148,6 +156,19 @@ func (o *Options) Validate() error {
 	} {
 		if err := validateURL(u.flag, u.value, u.allowEmpty); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if o.StreamTokenFile != "" {
+		if u, err := url.Parse(o.StreamURL); err == nil && u.Scheme != "https" {
+			errs = append(errs, fmt.Errorf("--stream-token-file: a token is sent over https only, and --stream-url %q is not https", o.StreamURL))
+		}
+		if _, err := os.Stat(o.StreamTokenFile); err != nil {
+			errs = append(errs, fmt.Errorf("--stream-token-file: %w", err))
+		}
+	}
+	if o.StreamCAFile != "" {
+		if _, err := os.Stat(o.StreamCAFile); err != nil {
+			errs = append(errs, fmt.Errorf("--stream-ca-file: %w", err))
 		}
 	}
 	if o.DBPath == "" {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,13 @@ import (
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"--db-path=" + filepath.Join(dir, "records.db")}
+	tokenFile, caFile := filepath.Join(dir, "stream-token"), filepath.Join(dir, "stream-ca.crt")
+	for _, f := range []string{tokenFile, caFile} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const httpsStream = "--stream-url=https://scheduler.example:10262/v1/records"
 	tests := []struct {
 		name    string
 		args    []string
@@ -19,6 +27,10 @@ func TestValidate(t *testing.T) {
 		{name: "defaults with a db path", args: nil},
 		{name: "stream url scheme", args: []string{"--stream-url=ftp://x/v1/records"}, wantErr: []string{"--stream-url"}},
 		{name: "stream url empty", args: []string{"--stream-url="}, wantErr: []string{"--stream-url is required"}},
+		{name: "stream token over https", args: []string{httpsStream, "--stream-token-file=" + tokenFile, "--stream-ca-file=" + caFile}},
+		{name: "stream token over http", args: []string{"--stream-token-file=" + tokenFile}, wantErr: []string{"--stream-token-file: a token is sent over https only", "is not https"}},
+		{name: "stream token file missing", args: []string{httpsStream, "--stream-token-file=" + filepath.Join(dir, "nope")}, wantErr: []string{"--stream-token-file"}},
+		{name: "stream ca file missing", args: []string{httpsStream, "--stream-ca-file=" + filepath.Join(dir, "nope")}, wantErr: []string{"--stream-ca-file"}},
 		{name: "db dir missing", args: []string{"--db-path=" + filepath.Join(dir, "nope", "db")}, wantErr: []string{"--db-path"}},
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},

@@ -76,7 +76,12 @@ func (o *Options) Run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.NewMetrics(reg)
-	f, err := follow.New(follow.DefaultOptions(o.StreamURL), st, m)
+	followOpts := follow.DefaultOptions(o.StreamURL)
+	followOpts.TokenFile = o.StreamTokenFile
+	if followOpts.Client, err = o.streamClient(); err != nil {
+		return err
+	}
+	f, err := follow.New(followOpts, st, m)
 	if err != nil {
 		return fmt.Errorf("--stream-url: %w", err)
 	}
@@ -244,15 +249,41 @@ func (o *Options) probeClient() (*http.Client, error) {
 		// certificate is self-signed.
 		tlsConfig.InsecureSkipVerify = true //nolint:gosec // health probe only
 	} else {
-		pem, err := os.ReadFile(o.SchedulerCAFile)
+		pool, err := loadCAFile("scheduler-ca-file", o.SchedulerCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("--scheduler-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--scheduler-ca-file %q holds no PEM certificate", o.SchedulerCAFile)
+			return nil, err
 		}
 		tlsConfig.RootCAs = pool
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: o.ProbeInterval}, nil
+}
+
+// streamClient is the client of the record stream: nil (the follower's
+// default, verifying with the system roots) without --stream-ca-file; with
+// it, a client with no overall timeout, since watches are long, verifying
+// the stream's certificate with that CA.
+func (o *Options) streamClient() (*http.Client, error) {
+	if o.StreamCAFile == "" {
+		return nil, nil
+	}
+	pool, err := loadCAFile("stream-ca-file", o.StreamCAFile)
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	return &http.Client{Transport: transport}, nil
+}
+
+// loadCAFile reads the PEM certificates in path, given by --flag.
+func loadCAFile(flag, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--%s %q holds no PEM certificate", flag, path)
+	}
+	return pool, nil
 }

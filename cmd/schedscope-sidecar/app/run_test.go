@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -92,7 +93,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	apiserver := &fakeAPIServer{}
 	apiSrv := httptest.NewTLSServer(apiserver)
-	defer apiSrv.Close()
+	t.Cleanup(apiSrv.Close)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -116,39 +117,9 @@ current-context: x
 		}
 	}
 	streamSrv := httptest.NewServer(stream.NewServer(buf, time.Second))
-	defer streamSrv.Close()
+	t.Cleanup(streamSrv.Close)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := NewOptions()
-	o.StreamURL = streamSrv.URL + stream.Path
-	o.DBPath = filepath.Join(dir, "records.db")
-	o.SchedulerHealthURL, o.SchedulerReadyURL = "", ""
-	o.ClusterHealth = false
-	o.SecureServing.Listener = ln
-	o.SecureServing.BindPort = 0
-	o.Authentication.RemoteKubeConfigFile = kubeconfig
-	o.Authentication.SkipInClusterLookup = true
-	o.Authorization.RemoteKubeConfigFile = kubeconfig
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- o.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("Run did not return after its context ended")
-		}
-	}()
+	ln := runSidecar(t, streamSrv.URL+stream.Path, dir, kubeconfig, nil)
 
 	base := "https://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
@@ -168,7 +139,7 @@ current-context: x
 	// The record arrives through the stream.
 	var code int
 	var body string
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		code, body = get("alice-token", "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/web/explain?node=tainted-node")
 		return code == http.StatusOK, nil
 	})
@@ -209,4 +180,140 @@ current-context: x
 	if !found {
 		t.Errorf("no SubjectAccessReview for alice to get pod shop/web; asked %q", apiserver.asked())
 	}
+}
+
+// TestRunFollowsAuthenticatedStream runs the sidecar on a record stream
+// served over TLS to callers with a token, as --record-stream-allow-remote
+// serves it: the sidecar verifies the stream's certificate with
+// --stream-ca-file and sends the token of --stream-token-file, read again
+// when it reconnects.
+func TestRunFollowsAuthenticatedStream(t *testing.T) {
+	dir := t.TempDir()
+	apiSrv := httptest.NewTLSServer(&fakeAPIServer{})
+	t.Cleanup(apiSrv.Close)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: sidecar-token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, apiSrv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	buf := stream.NewBuffer(100, "e1")
+	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var tokens []string
+	streamServer := stream.NewServer(buf, 100*time.Millisecond)
+	streamSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		mu.Lock()
+		tokens = append(tokens, auth)
+		mu.Unlock()
+		if auth != "Bearer stream-token" && auth != "Bearer rotated-token" {
+			http.Error(w, `{"message":"Unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		streamServer.ServeHTTP(w, r)
+	}))
+	t.Cleanup(streamSrv.Close)
+	caFile, tokenFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: streamSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte("stream-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ln := runSidecar(t, streamSrv.URL+stream.Path, dir, kubeconfig, func(o *Options) {
+		o.StreamTokenFile, o.StreamCAFile = tokenFile, caFile
+	})
+
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	metrics := func() string {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+ln.Addr().String()+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	var body string
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		body = metrics()
+		return strings.Contains(body, "schedscope_follower_records_received_total 1"), nil
+	})
+	if err != nil {
+		t.Fatalf("the record never arrived through the authenticated stream: %s", body)
+	}
+
+	// A rotated token is read when the follower reconnects.
+	if err := os.WriteFile(tokenFile, []byte("rotated-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	streamSrv.CloseClientConnections()
+	err = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens) > 0 && tokens[len(tokens)-1] == "Bearer rotated-token", nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		t.Errorf("the follower did not reconnect with the rotated token; it sent %q", tokens)
+	}
+	for _, tok := range tokens {
+		if tok != "Bearer stream-token" && tok != "Bearer rotated-token" {
+			t.Errorf("the follower sent %q, want the token of its file", tok)
+		}
+	}
+}
+
+// runSidecar runs the sidecar following streamURL into dir, authenticating
+// and authorizing through kubeconfig's apiserver, until the test ends, and
+// returns its listener. configure, if set, changes the options first.
+func runSidecar(t *testing.T, streamURL, dir, kubeconfig string, configure func(*Options)) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.StreamURL = streamURL
+	o.DBPath = filepath.Join(dir, "records.db")
+	o.SchedulerHealthURL, o.SchedulerReadyURL = "", ""
+	o.ClusterHealth = false
+	o.SecureServing.Listener = ln
+	o.SecureServing.BindPort = 0
+	o.Authentication.RemoteKubeConfigFile = kubeconfig
+	o.Authentication.SkipInClusterLookup = true
+	o.Authorization.RemoteKubeConfigFile = kubeconfig
+	if configure != nil {
+		configure(o)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("Run did not return after its context ended")
+		}
+	})
+	return ln
 }

@@ -29,6 +29,10 @@ type Options struct {
 	// Client makes the requests; nil means a client with no overall timeout
 	// (watches are long) and default transport.
 	Client *http.Client
+	// TokenFile holds a bearer token sent with each request, read again for
+	// each (re)connection so that a rotated token is used; empty sends none.
+	// A token needs an https URL.
+	TokenFile string
 	// Backoff paces reconnections while the scheduler cannot be reached.
 	Backoff wait.Backoff
 	// IdleTimeout restarts a watch that sent nothing, not even a bookmark,
@@ -64,7 +68,7 @@ func New(opts Options, w store.Writer, m *metrics.Metrics) (*Follower, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{}
 	}
-	client, err := stream.NewClient(opts.URL, opts.Client)
+	client, err := stream.NewClient(opts.URL, opts.Client, stream.WithTokenFile(opts.TokenFile))
 	if err != nil {
 		return nil, err
 	}
