@@ -47,9 +47,13 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools
-build-tools: benchstat ## Build Jaeger, promtool and benchstat, each from its own tools module, into bin/.
+build-tools: benchstat promtool ## Build Jaeger, promtool and benchstat, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+
+.PHONY: promtool
+promtool: ## Build promtool, which checks and unit-tests the alert rules, from its tools module into bin/.
+	@mkdir -p $(BIN)
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: benchstat
@@ -71,11 +75,16 @@ manifests: ## Render the kustomize overlays into manifests/rendered.
 	$(GO) run ./manifests/render
 
 .PHONY: test
-test: build build-tools ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, and a smoke run of the benchmark harness.
+test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, and a smoke run of the benchmark harness.
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
 	$(MAKE) test-compat
+
+.PHONY: test-alerts
+test-alerts: promtool ## Check the Prometheus alert rules (manifests/alerts) and run their unit tests with promtool.
+	$(BIN)/promtool check rules manifests/alerts/schedscope.rules.yaml
+	$(BIN)/promtool test rules manifests/alerts/schedscope.rules_test.yaml
 
 .PHONY: test-compat
 test-compat: build ## Run every upstream scheduler_perf workload file at its integration-test sizes in plain and observed modes (COMPAT_MODES); table in _output/compat/table.md.

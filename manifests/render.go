@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // Overlay is a kustomization and the rendered file it produces.
@@ -61,10 +62,91 @@ func Render(o Overlay) ([]byte, error) {
 	return append([]byte(fmt.Sprintf(header, o.Dir)), y...), nil
 }
 
+// The alert rules have one source, the Prometheus rule file AlertRules,
+// which promtool checks and tests. The monitoring overlay needs them as a
+// PrometheusRule, a custom resource whose spec.groups is the rule file's
+// groups; kustomize cannot put a file's content into a custom resource's
+// fields (a configMapGenerator makes only ConfigMaps). So PrometheusRule
+// builds that object from the rule file, `go run ./manifests/render` writes
+// it to PrometheusRuleFile before rendering the overlays (which keeps
+// `kubectl apply -k manifests/overlays/monitoring` working), and Verify
+// fails when the written file is stale.
+const (
+	// AlertRules is the rule file, relative to this package.
+	AlertRules = "alerts/schedscope.rules.yaml"
+	// PrometheusRuleFile is the generated PrometheusRule, relative to this package.
+	PrometheusRuleFile = "overlays/monitoring/prometheusrule.yaml"
+)
+
+// prometheusRule is the PrometheusRule, its groups to be replaced.
+const prometheusRule = `apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: schedscope
+  namespace: schedscope
+  labels:
+    app.kubernetes.io/name: schedscope
+spec:
+  groups: []
+`
+
+// PrometheusRule returns the monitoring overlay's PrometheusRule: the
+// groups of AlertRules, as they are (order, block scalars and comments
+// kept), under spec.
+func PrometheusRule() ([]byte, error) {
+	src, err := os.ReadFile(filepath.Join(Dir(), AlertRules))
+	if err != nil {
+		return nil, err
+	}
+	rules, err := kyaml.Parse(string(src))
+	if err != nil {
+		return nil, fmt.Errorf("manifests/%s: %w", AlertRules, err)
+	}
+	groups, err := rules.Pipe(kyaml.Lookup("groups"))
+	if err != nil {
+		return nil, fmt.Errorf("manifests/%s: %w", AlertRules, err)
+	}
+	if groups == nil || groups.YNode().Kind != kyaml.SequenceNode {
+		return nil, fmt.Errorf("manifests/%s: no list of groups", AlertRules)
+	}
+	obj, err := kyaml.Parse(prometheusRule)
+	if err != nil {
+		return nil, err
+	}
+	if err := obj.PipeE(kyaml.Lookup("spec"), kyaml.FieldSetter{Name: "groups", Value: groups, OverrideStyle: true}); err != nil {
+		return nil, err
+	}
+	y, err := obj.String()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(fmt.Sprintf(header, AlertRules)), y...), nil
+}
+
+// WritePrometheusRule writes PrometheusRule to PrometheusRuleFile and
+// returns the file's path.
+func WritePrometheusRule() (string, error) {
+	y, err := PrometheusRule()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(Dir(), PrometheusRuleFile)
+	return path, os.WriteFile(path, y, 0o644)
+}
+
 // Verify reports every overlay whose checked-in rendering differs from what
-// Render produces now.
+// Render produces now, and a PrometheusRuleFile that differs from
+// PrometheusRule.
 func Verify() error {
 	var stale []string
+	rule, err := PrometheusRule()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(Dir(), PrometheusRuleFile)
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, rule) {
+		stale = append(stale, path)
+	}
 	for _, o := range Overlays {
 		want, err := Render(o)
 		if err != nil {

@@ -1,4 +1,5 @@
-// Command render writes the kustomize overlays of manifests/ into
+// Command render writes the monitoring overlay's PrometheusRule from the
+// alert rule file and the kustomize overlays of manifests/ into
 // manifests/rendered/, or with -verify checks that those files are current.
 //
 //	go run ./manifests/render
@@ -26,6 +27,12 @@ func run(verify bool) error {
 	if verify {
 		return manifests.Verify()
 	}
+	// First the PrometheusRule, which the monitoring overlay reads.
+	path, err := manifests.WritePrometheusRule()
+	if err != nil {
+		return err
+	}
+	fmt.Println(path)
 	for _, o := range manifests.Overlays {
 		y, err := manifests.Render(o)
 		if err != nil {

@@ -173,27 +173,31 @@ func containerArgs(t *testing.T, deploy *unstructured.Unstructured, name string)
 	return nil
 }
 
-func applyCRD(t *testing.T) {
+// applyCRDs applies the Prometheus Operator CRDs the monitoring overlay's
+// objects need, from testdata/, and waits until they are established.
+func applyCRDs(t *testing.T) {
 	t.Helper()
-	crd := decode(t, repoFile(t, "test/integration/manifests/testdata/servicemonitor-crd.yaml"))[0]
-	apply(t, crd)
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		got, err := dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			c := c.(map[string]any)
-			if c["type"] == "Established" && c["status"] == "True" {
-				return true, nil
+	for _, file := range []string{"servicemonitor-crd.yaml", "prometheusrule-crd.yaml"} {
+		crd := decode(t, repoFile(t, "test/integration/manifests/testdata/"+file))[0]
+		apply(t, crd)
+		gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			got, err := dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, err
 			}
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			for _, c := range conds {
+				c := c.(map[string]any)
+				if c["type"] == "Established" && c["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established: %v", crd.GetName(), err)
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("CRD %s not established: %v", crd.GetName(), err)
 	}
 	mapper.Reset()
 }
@@ -280,7 +284,7 @@ func contained(path string, want, got any) []string {
 // TestApply applies each rendered file in turn (base, then the overlays,
 // like an upgrade) and reads every object back.
 func TestApply(t *testing.T) {
-	applyCRD(t)
+	applyCRDs(t)
 	for _, o := range manifests.Overlays {
 		t.Run(o.Name, func(t *testing.T) {
 			objs := decode(t, repoFile(t, filepath.Join("manifests", "rendered", o.Name+".yaml")))
@@ -444,10 +448,56 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 		if len(byKind["ServiceMonitor"]) != 1 {
 			t.Errorf("%d ServiceMonitors, want 1", len(byKind["ServiceMonitor"]))
 		}
+		checkMonitoring(t, byKind)
 	case "tracing":
 		if len(byKind["Deployment"]) != 2 {
 			t.Errorf("%d Deployments, want schedscope and jaeger", len(byKind["Deployment"]))
 		}
+	}
+}
+
+// checkMonitoring checks that the ServiceMonitor scrapes the scheduler and
+// the sidecar as the jobs the alert rules name, and that the PrometheusRule
+// holds the groups of the rule file promtool tests.
+func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructured) {
+	t.Helper()
+	rules := string(repoFile(t, "manifests/alerts/schedscope.rules.yaml"))
+	wantJobs := map[string]string{"scheduler": "schedscope-scheduler", "https": "schedscope-sidecar"}
+	for _, sm := range byKind["ServiceMonitor"] {
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		gotJobs := map[string]string{}
+		for _, ep := range endpoints {
+			ep := ep.(map[string]any)
+			relabelings, _, _ := unstructured.NestedSlice(ep, "relabelings")
+			for _, r := range relabelings {
+				r := r.(map[string]any)
+				if r["targetLabel"] == "job" {
+					gotJobs[fmt.Sprint(ep["port"])] = fmt.Sprint(r["replacement"])
+				}
+			}
+		}
+		if diff := cmp.Diff(wantJobs, gotJobs); diff != "" {
+			t.Errorf("ServiceMonitor %s: job of each port (-want +got):\n%s", sm.GetName(), diff)
+		}
+	}
+	for _, job := range wantJobs {
+		if !strings.Contains(rules, `job="`+job+`"`) {
+			t.Errorf("the alert rules do not name job %s", job)
+		}
+	}
+
+	var file struct {
+		Groups []any `json:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(rules), &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(byKind["PrometheusRule"]) != 1 {
+		t.Fatalf("%d PrometheusRules, want 1", len(byKind["PrometheusRule"]))
+	}
+	groups, _, _ := unstructured.NestedSlice(byKind["PrometheusRule"][0].Object, "spec", "groups")
+	if diff := cmp.Diff(file.Groups, groups); diff != "" {
+		t.Errorf("the PrometheusRule's groups differ from manifests/alerts/schedscope.rules.yaml (-rules file +PrometheusRule):\n%s", diff)
 	}
 }
 
@@ -642,7 +692,8 @@ func checkRBAC(t *testing.T) {
 }
 
 // TestDashboard checks that the Grafana dashboard only queries metrics that
-// exist: names documented in README.md and docs/sidecar.md.
+// exist: names documented in README.md and docs/sidecar.md, each filtered
+// by the job variable.
 func TestDashboard(t *testing.T) {
 	var dash struct {
 		Panels []struct {
@@ -664,11 +715,17 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, target := range p.Targets {
+			if !strings.Contains(target.Expr, `{job=~"$job"`) {
+				t.Errorf("panel %q queries %s, not filtered by job=~\"$job\"", p.Title, target.Expr)
+			}
 			for _, word := range strings.FieldsFunc(target.Expr, func(r rune) bool {
 				return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
 			}) {
 				if !strings.HasPrefix(word, "schedscope_") {
 					continue
+				}
+				if !strings.Contains(target.Expr, word+`{job=~"$job"`) {
+					t.Errorf("panel %q queries %s without job=~\"$job\"", p.Title, word)
 				}
 				name := word
 				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
