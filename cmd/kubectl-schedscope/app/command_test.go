@@ -140,6 +140,12 @@ Trace:    4bf92f3577b34da6a3ce929d0e0e4736
 Nodes:    7 total, 6 evaluated, 3 feasible
 Detail:   NUMATopology: the pod asks for one NUMA zone
 
+NODES  VERDICT        PLUGIN            REASONS
+3      feasible       -                 holds the chosen node
+2      rejected       NodeResourcesFit  Insufficient cpu
+1      rejected       TaintToleration   node(s) had untolerated taint {dedicated: infra}
+1      not-evaluated  -                 enough feasible nodes found
+
 NODE          VERDICT        PLUGIN            TOTAL  NodeResourcesFit  ImageLocality  DETAIL
 big-2         chosen         -                 140    90                50             rank 1
 big-3         feasible       -                 60     60                0              rank 2

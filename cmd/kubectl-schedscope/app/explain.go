@@ -193,13 +193,16 @@ func printGroups(w io.Writer, groups []v1alpha1.Group) {
 		if reasons == "" {
 			reasons = g.NotEvaluatedReason
 		}
+		if g.HasChosen {
+			reasons = "holds the chosen node"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", g.Nodes, verdict, plugin, reasons)
 	}
 	tw.Flush()
 }
 
-// PrintExplanation prints an explanation as a header and a per-node table,
-// or, when the caller may not see the nodes, a table of verdict groups.
+// PrintExplanation prints an explanation as a header, a table of the
+// verdict groups and, when the caller may see the nodes, a per-node table.
 func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
 	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
@@ -224,9 +227,10 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 		fmt.Fprintf(w, "Detail:   %d more details not kept\n", e.DetailsCut)
 	}
 	fmt.Fprintln(w)
+	printGroups(w, e.Groups)
+	fmt.Fprintln(w)
 	if e.NodesHidden {
-		printGroups(w, e.Groups)
-		fmt.Fprintln(w, "\nNode names, per-node verdicts and scores are hidden: you may not list nodes.")
+		fmt.Fprintln(w, "Node names, per-node verdicts and scores are hidden: you may not list nodes.")
 		return
 	}
 
