@@ -4,11 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/storetest"
 )
 
 func userVersion(t *testing.T, path string) int {
@@ -84,5 +92,57 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	}
 	if v := userVersion(t, path); v != store.SchemaVersion {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+}
+
+// TestMigrateFromVersion1: testdata/schema-v1.db was written by the release
+// before folding (schema version 1) holding storetest.Fixture. Opened by
+// this build, it is migrated and answers every query as before. Attempts
+// stored before the migration carry no outcome signature, so a pod's first
+// repeat after it is stored and the next ones fold into that.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("testdata/schema-v1.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "records.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := userVersion(t, path); v != 1 {
+		t.Fatalf("testdata/schema-v1.db has schema version %d, want 1", v)
+	}
+	s, err := Open(ctx, path, store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := userVersion(t, path); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+	storetest.CheckFixture(t, s)
+
+	repeat := func(n int) *record.Attempt {
+		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+	}
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type folded struct {
+		Seq                  uint64
+		Repeats, LastAttempt int
+	}
+	var got []folded
+	for _, a := range sums {
+		got = append(got, folded{a.Seq, a.Repeats, a.LastAttempt})
+	}
+	if diff := cmp.Diff([]folded{{6, 1, 4}, {4, 0, 0}, {2, 0, 0}}, got); diff != "" {
+		t.Errorf("attempts of b/p2 (-want +got):\n%s", diff)
 	}
 }
