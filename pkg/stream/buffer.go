@@ -98,19 +98,31 @@ func (b *Buffer) oldestLocked() uint64 {
 	return b.last - uint64(b.lenLocked()) + 1
 }
 
-// After returns the records with sequence > since, oldest first, a channel
-// closed on the next Add, the oldest buffered sequence, and ok=false when
-// records after since were already evicted. The encodings are shared:
-// callers must not modify them.
-func (b *Buffer) After(since uint64) (items []Encoded, changed <-chan struct{}, oldest uint64, ok bool) {
+// closed is a channel that is always closed.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// After returns the records with sequence > since, oldest first, as many
+// as fit in maxBytes of JSON (at least one), so that what an answer holds
+// while it is written stays bounded however slow its reader. It also
+// returns a channel closed once records after the returned ones exist
+// (already closed when maxBytes left some out), the oldest buffered
+// sequence, and ok=false when records after since were already evicted.
+// The encodings are shared: callers must not modify them.
+func (b *Buffer) After(since uint64, maxBytes int) (items []Encoded, changed <-chan struct{}, oldest uint64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	oldest = b.oldestLocked()
 	if since+1 < oldest {
 		return nil, b.changed, oldest, false
 	}
+	size := 0
 	for seq := since + 1; seq <= b.last; seq++ {
-		items = append(items, b.ring[int(seq%uint64(len(b.ring)))])
+		it := b.ring[int(seq%uint64(len(b.ring)))]
+		if len(items) > 0 && size+len(it.JSON) > maxBytes {
+			return items, closed, oldest, true
+		}
+		items = append(items, it)
+		size += len(it.JSON)
 	}
 	return items, b.changed, oldest, true
 }

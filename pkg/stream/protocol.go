@@ -29,11 +29,13 @@ const (
 type List struct {
 	// Epoch identifies this run of the scheduler; sequences restart with it.
 	Epoch string `json:"epoch"`
-	// Seq is the sequence of the newest record written (0 if none yet).
+	// Seq is the sequence of the answer's last record, or the requested
+	// one when it has none. An answer holds at most MaxAnswerBytes of
+	// records: the client continues from Seq with a watch or another list.
 	Seq uint64 `json:"seq"`
 	// Oldest is the sequence of the oldest record still buffered.
 	Oldest uint64 `json:"oldest"`
-	// Items are the buffered records after the requested sequence, oldest first.
+	// Items are buffered records after the requested sequence, oldest first.
 	Items []*record.Attempt `json:"items"`
 }
 

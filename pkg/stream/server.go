@@ -17,18 +17,27 @@ import (
 // answer held are released.
 const WriteTimeout = 30 * time.Second
 
+// MaxAnswerBytes bounds the records one list answer or one batch of a
+// watch holds while it is written (a single larger record is sent alone).
+// Stalled readers therefore keep at most their number × MaxAnswerBytes of
+// records that the buffer has evicted (the scheduler caps the readers).
+// A list answer ends at this bound; its client continues from its last
+// record, as it does after any list.
+const MaxAnswerBytes = 4 << 20
+
 // Server serves a Buffer at Path.
 type Server struct {
 	buf          *Buffer
 	bookmark     time.Duration
 	writeTimeout time.Duration
+	answerBytes  int
 	watchers     atomic.Int64
 }
 
 // NewServer returns a server for buf that sends a bookmark on idle watches
 // every bookmark interval.
 func NewServer(buf *Buffer, bookmark time.Duration) *Server {
-	return &Server{buf: buf, bookmark: bookmark, writeTimeout: WriteTimeout}
+	return &Server{buf: buf, bookmark: bookmark, writeTimeout: WriteTimeout, answerBytes: MaxAnswerBytes}
 }
 
 // Watchers returns the number of open watches.
@@ -80,7 +89,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveWatch(w, r, since)
 		return
 	}
-	items, _, oldest, ok := s.buf.After(since)
+	items, _, oldest, ok := s.buf.After(since, s.answerBytes)
 	if !ok {
 		s.writeGone(w, oldest, fmt.Sprintf("records after %d were dropped; the oldest buffered is %d", since, oldest))
 		return
@@ -138,7 +147,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 	defer ticker.Stop()
 	started := false
 	for {
-		items, changed, oldest, ok := s.buf.After(since)
+		items, changed, oldest, ok := s.buf.After(since, s.answerBytes)
 		if !ok {
 			if !started {
 				s.writeGone(w, oldest, fmt.Sprintf("records after %d were dropped; the oldest buffered is %d", since, oldest))

@@ -59,14 +59,14 @@ func TestBufferEvictsOldest(t *testing.T) {
 	if buffered != 3 || last != 5 || evicted != 2 {
 		t.Errorf("Stats() = %d, %d, %d; want 3, 5, 2", buffered, last, evicted)
 	}
-	items, _, oldest, ok := b.After(2)
+	items, _, oldest, ok := b.After(2, MaxAnswerBytes)
 	if !ok || oldest != 3 {
 		t.Fatalf("After(2): ok %v oldest %d, want true 3", ok, oldest)
 	}
 	if diff := cmp.Diff([]string{"c", "d", "e"}, podNames(decoded(t, items))); diff != "" {
 		t.Errorf("After(2) (-want +got):\n%s", diff)
 	}
-	if _, _, oldest, ok := b.After(1); ok || oldest != 3 {
+	if _, _, oldest, ok := b.After(1, MaxAnswerBytes); ok || oldest != 3 {
 		t.Errorf("After(1) = ok %v oldest %d, want false 3: record 2 was evicted", ok, oldest)
 	}
 }
@@ -81,12 +81,97 @@ func TestBufferRefusesUnencodable(t *testing.T) {
 		t.Fatal("Add of a record with a year-10000 time succeeded, want an encoding error")
 	}
 	add(t, b, "c")
-	items, _, _, _ := b.After(0)
+	items, _, _, _ := b.After(0, MaxAnswerBytes)
 	if diff := cmp.Diff([]string{"a", "c"}, podNames(decoded(t, items))); diff != "" {
 		t.Errorf("After(0) (-want +got):\n%s", diff)
 	}
 	if _, last, _ := b.Stats(); last != 2 {
 		t.Errorf("last sequence %d, want 2: a refused record takes no sequence", last)
+	}
+}
+
+// TestBufferAfterBoundsBytes checks that After returns no more JSON than
+// asked for, at least one record, and a closed channel when it left some
+// out.
+func TestBufferAfterBoundsBytes(t *testing.T) {
+	b := NewBuffer(10, "e")
+	add(t, b, "a", "b", "c", "d")
+	one := len(b.ring[1].JSON)
+	tests := []struct {
+		name     string
+		maxBytes int
+		want     []string
+		more     bool
+	}{
+		{"everything fits", 4 * one, []string{"a", "b", "c", "d"}, false},
+		{"two fit", 2*one + one/2, []string{"a", "b"}, true},
+		{"smaller than one record", 1, []string{"a"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items, changed, _, ok := b.After(0, tt.maxBytes)
+			if !ok {
+				t.Fatal("After(0) found records evicted")
+			}
+			if diff := cmp.Diff(tt.want, podNames(decoded(t, items))); diff != "" {
+				t.Errorf("After(0, %d) (-want +got):\n%s", tt.maxBytes, diff)
+			}
+			select {
+			case <-changed:
+				if !tt.more {
+					t.Error("changed is closed, yet nothing was left out and nothing was added")
+				}
+			default:
+				if tt.more {
+					t.Error("changed is open, yet records after the returned ones exist")
+				}
+			}
+		})
+	}
+}
+
+// TestAnswersAreByteBounded checks that a list answer ends at the byte
+// bound with the sequence of its last record, and that a watch from there
+// delivers the rest in bounded batches, in order and without a gap.
+func TestAnswersAreByteBounded(t *testing.T) {
+	b := NewBuffer(100, "e")
+	names := make([]string, 20)
+	for i := range names {
+		names[i] = fmt.Sprint("pod-", i)
+	}
+	add(t, b, names...)
+	s := NewServer(b, time.Hour)
+	s.answerBytes = 3 * len(b.ring[1].JSON)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	resp, body := get(t, srv.URL)
+	var l List
+	if err := json.Unmarshal(body, &l); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("list: %s %s", resp.Status, body)
+	}
+	if diff := cmp.Diff(names[:3], podNames(l.Items)); diff != "" || l.Seq != 3 {
+		t.Fatalf("list answered seq %d, want 3, names (-want +got):\n%s", l.Seq, diff)
+	}
+	wresp, err := http.Get(srv.URL + fmt.Sprintf("?watch=true&since=%d&epoch=e", l.Seq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wresp.Body.Close()
+	lines := bufio.NewScanner(wresp.Body)
+	lines.Buffer(nil, 1<<20)
+	got := podNames(l.Items)
+	for len(got) < len(names) && lines.Scan() {
+		var e Event
+		if err := json.Unmarshal(lines.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == EventAdded {
+			got = append(got, e.Object.Pod.Name)
+		}
+	}
+	if diff := cmp.Diff(names, got); diff != "" {
+		t.Errorf("list then watch (-want +got):\n%s", diff)
 	}
 }
 

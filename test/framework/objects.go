@@ -39,19 +39,41 @@ func CreateNode(ctx context.Context, client kubernetes.Interface, node *v1.Node,
 }
 
 // ListRecords reads every buffered record from a record stream, each
-// decoded whole (with its scores).
+// decoded whole (with its scores), listing again from the last record
+// until an answer is empty: each answer holds at most
+// stream.MaxAnswerBytes of records.
 func ListRecords(url string) (*stream.List, error) {
 	c, err := stream.NewClient(url, nil)
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.Open(context.Background(), stream.Request{})
+	l := &stream.List{Items: []*record.Attempt{}}
+	req := stream.Request{}
+	for {
+		h, err := listOnce(c, req, l)
+		if err != nil {
+			return l, err
+		}
+		if req.Since == nil {
+			l.Oldest = h.Oldest
+		}
+		l.Epoch, l.Seq = h.Epoch, h.Seq
+		if h.Items == 0 {
+			return l, nil
+		}
+		since := h.Seq
+		req = stream.Request{Epoch: h.Epoch, Since: &since}
+	}
+}
+
+// listOnce appends the records of one list answer to l.
+func listOnce(c *stream.Client, req stream.Request, l *stream.List) (stream.ListHeader, error) {
+	body, err := c.Open(context.Background(), req)
 	if err != nil {
-		return nil, err
+		return stream.ListHeader{}, err
 	}
 	defer body.Close()
-	l := &stream.List{Items: []*record.Attempt{}}
-	h, err := stream.DecodeList(body, func(_ string, r stream.Record) error {
+	return stream.DecodeList(body, func(_ string, r stream.Record) error {
 		var a record.Attempt
 		if err := json.Unmarshal(r.JSON, &a); err != nil {
 			return fmt.Errorf("decoding record %d: %w", r.Attempt.Seq, err)
@@ -59,8 +81,6 @@ func ListRecords(url string) (*stream.List, error) {
 		l.Items = append(l.Items, &a)
 		return nil
 	})
-	l.Epoch, l.Seq, l.Oldest = h.Epoch, h.Seq, h.Oldest
-	return l, err
 }
 
 // PauseImage is the image of test pods.

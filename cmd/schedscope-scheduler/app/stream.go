@@ -24,8 +24,8 @@ import (
 
 // streamMaxConnections caps the record stream's readers: over plain HTTP
 // its open connections, over TLS its authorized requests in flight;
-// further ones wait. Each open watch may hold up to a buffer of records
-// while it writes them.
+// further ones wait. Each answer holds at most stream.MaxAnswerBytes of
+// records while it writes them.
 const streamMaxConnections = 16
 
 // streamShutdownTimeout bounds how long the TLS stream waits for its
