@@ -1,15 +1,17 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -95,13 +97,19 @@ func writeError(w http.ResponseWriter, code int, reason metav1.StatusReason, msg
 	})
 }
 
+// answerOptions encode answers as encoding/json does.
+var answerOptions = jsonv1.DefaultOptionsV1()
+
+// writeJSON writes v as it is encoded, a buffer at a time, so that a long
+// answer is never held whole in memory as JSON.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	_ = enc.Encode(v)
+	if jsonv2.MarshalWrite(w, v, answerOptions) == nil {
+		_, _ = io.WriteString(w, "\n")
+	}
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -564,3 +564,45 @@ func TestInFlightPerUser(t *testing.T) {
 		t.Errorf("alice after her requests ended: %d %s, want 200", code, body)
 	}
 }
+
+// writeSizes is a ResponseWriter that keeps the size of every write.
+type writeSizes struct {
+	httptest.ResponseRecorder
+	sizes []int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return w.ResponseRecorder.Write(p)
+}
+
+// TestLongAnswersAreStreamed checks that a long answer reaches the
+// connection in pieces as it is encoded, never as one write of the whole.
+func TestLongAnswersAreStreamed(t *testing.T) {
+	const pods = 3000
+	as := make([]*record.Attempt, pods)
+	for i := range as {
+		as[i] = recordtest.MakeAttempt("team-a", fmt.Sprint("pod-", i), fmt.Sprint("uid-", i)).
+			Finished(recordtest.Base.Add(time.Duration(i) * time.Millisecond)).Unschedulable("0/3 nodes are available").Obj()
+		as[i].Seq = uint64(i + 1)
+	}
+	h, err := New(Config{Store: openStore(t, as...), Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, v1alpha1.Prefix+fmt.Sprintf("pods?limit=%d", pods), nil)
+	req.Header.Set("Authorization", "Bearer alice")
+	w := &writeSizes{ResponseRecorder: *httptest.NewRecorder()}
+	h.ServeHTTP(w, req)
+	var list v1alpha1.PodList
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil || w.Code != http.StatusOK || len(list.Items) != pods {
+		t.Fatalf("status %d, %d pods, %v; want 200 with %d pods", w.Code, len(list.Items), err, pods)
+	}
+	largest := 0
+	for _, n := range w.sizes {
+		largest = max(largest, n)
+	}
+	if total := w.Body.Len(); len(w.sizes) < 4 || largest > total/4 {
+		t.Errorf("an answer of %d bytes was written in %d writes, the largest %d bytes: want it in pieces of at most a quarter", total, len(w.sizes), largest)
+	}
+}
