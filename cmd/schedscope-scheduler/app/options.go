@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
 
@@ -30,6 +31,10 @@ type RecordOptions struct {
 	// FollowTraceparentSampling lets a pod's traceparent annotation decide
 	// whether its attempts are traced.
 	FollowTraceparentSampling bool
+	// ClusterName is the traces' k8s.cluster.name.
+	ClusterName string
+	// Transport secures the connection to the trace collector.
+	Transport tracing.Transport
 }
 
 // NewRecordOptions returns the defaults.
@@ -46,6 +51,11 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
 	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) for OpenTelemetry traces of scheduling attempts. Empty turns tracing off.")
 	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced. Off, the annotation only parents the trace and the sampling rate decides: whoever creates a pod writes its annotations.")
+	fs.StringVar(&o.ClusterName, "tracing-cluster-name", o.ClusterName, "The cluster's name, the k8s.cluster.name of the traces' resource. The resource also takes OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from the environment.")
+	fs.StringVar(&o.Transport.CAFile, "tracing-ca-file", o.Transport.CAFile, "PEM certificates that verify the trace collector's serving certificate. Empty: the system's roots. TLS is used unless the endpoint is loopback or a unix socket and no TLS file is given, or --tracing-insecure is set.")
+	fs.StringVar(&o.Transport.CertFile, "tracing-client-cert-file", o.Transport.CertFile, "PEM client certificate presented to the trace collector (with --tracing-client-key-file); read again at each connection.")
+	fs.StringVar(&o.Transport.KeyFile, "tracing-client-key-file", o.Transport.KeyFile, "PEM private key of --tracing-client-cert-file.")
+	fs.BoolVar(&o.Transport.Insecure, "tracing-insecure", o.Transport.Insecure, "Send traces over plain gRPC, without TLS, to a collector that is not on loopback.")
 	fs.DurationVar(&o.SlowAttempt, "tracing-slow-attempt-threshold", o.SlowAttempt, "Attempts that spend longer than this in the scheduler (queue wait excluded) are traced whatever the sampling rate, as are unschedulable and failed attempts. Negative turns the rule off.")
 }
 
@@ -61,6 +71,7 @@ func (o *RecordOptions) Validate() []error {
 	if o.Bookmark <= 0 {
 		errs = append(errs, fmt.Errorf("--record-stream-bookmark-interval: must be positive, got %s", o.Bookmark))
 	}
+	errs = append(errs, o.validateTracing()...)
 	if o.BindAddress != "" {
 		host, port, err := net.SplitHostPort(o.BindAddress)
 		switch {
@@ -71,6 +82,32 @@ func (o *RecordOptions) Validate() []error {
 		case !o.AllowRemote && !isLoopback(host):
 			errs = append(errs, fmt.Errorf("--record-stream-address: %q is not a loopback address; set --record-stream-allow-remote to serve the stream there, over TLS and authenticated like the secure port", o.BindAddress))
 		}
+	}
+	return errs
+}
+
+// validateTracing checks the tracing flags against each other.
+func (o *RecordOptions) validateTracing() []error {
+	var errs []error
+	if o.TracingConfigFile == "" {
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{
+			{"tracing-cluster-name", o.ClusterName != ""}, {"tracing-ca-file", o.Transport.CAFile != ""},
+			{"tracing-client-cert-file", o.Transport.CertFile != ""}, {"tracing-client-key-file", o.Transport.KeyFile != ""},
+			{"tracing-insecure", o.Transport.Insecure},
+		} {
+			if f.set {
+				errs = append(errs, fmt.Errorf("--%s: tracing is off; set --tracing-config-file", f.flag))
+			}
+		}
+	}
+	if (o.Transport.CertFile == "") != (o.Transport.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("--tracing-client-cert-file and --tracing-client-key-file go together; only one is set"))
+	}
+	if o.Transport.Insecure && (o.Transport.CAFile != "" || o.Transport.CertFile != "") {
+		errs = append(errs, fmt.Errorf("--tracing-insecure: plain gRPC takes no --tracing-ca-file or --tracing-client-cert-file"))
 	}
 	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 )
 
@@ -73,6 +74,43 @@ func TestRecordStreamRemoteNeedsFlag(t *testing.T) {
 			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "--record-stream-allow-remote") || !strings.Contains(errs[0].Error(), "not a loopback address") {
 				t.Errorf("%v: want one error saying the address is not loopback and naming --record-stream-allow-remote, got %v", args, errs)
 			}
+		}
+	}
+}
+
+// TestTracingFlagsValidate checks that the tracing flags that contradict
+// each other, or that would be ignored with tracing off, are refused with
+// an error naming them.
+func TestTracingFlagsValidate(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		wantErrs []string
+	}{
+		{args: []string{"--tracing-config-file=t.yaml", "--tracing-cluster-name=east-1", "--tracing-ca-file=ca.crt", "--tracing-client-cert-file=c.crt", "--tracing-client-key-file=c.key"}},
+		{args: []string{"--tracing-config-file=t.yaml", "--tracing-insecure"}},
+		{args: []string{"--tracing-cluster-name=east-1", "--tracing-insecure"}, wantErrs: []string{
+			"--tracing-cluster-name: tracing is off; set --tracing-config-file",
+			"--tracing-insecure: tracing is off; set --tracing-config-file",
+		}},
+		{args: []string{"--tracing-config-file=t.yaml", "--tracing-client-cert-file=c.crt"}, wantErrs: []string{
+			"--tracing-client-cert-file and --tracing-client-key-file go together; only one is set",
+		}},
+		{args: []string{"--tracing-config-file=t.yaml", "--tracing-insecure", "--tracing-ca-file=ca.crt"}, wantErrs: []string{
+			"--tracing-insecure: plain gRPC takes no --tracing-ca-file or --tracing-client-cert-file",
+		}},
+	} {
+		o := NewRecordOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, err := range o.Validate() {
+			got = append(got, err.Error())
+		}
+		if diff := cmp.Diff(tt.wantErrs, got); diff != "" {
+			t.Errorf("%v: errors (-want +got):\n%s", tt.args, diff)
 		}
 	}
 }

@@ -153,8 +153,11 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		for _, p := range cc.ComponentConfig.Profiles {
 			profiles = append(profiles, p.SchedulerName)
 		}
-		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{SlowThreshold: recordOpts.SlowAttempt, FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles}); err != nil {
-			return nil, nil, nil, fmt.Errorf("--tracing-config-file: %w", err)
+		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{
+			SlowThreshold: recordOpts.SlowAttempt, FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
+			ClusterName: recordOpts.ClusterName, Transport: recordOpts.Transport,
+		}); err != nil {
+			return nil, nil, nil, fmt.Errorf("starting the tracer: %w", err)
 		}
 		shutdown = func() {
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -53,14 +53,14 @@ func (r *receiver) received() ([]*commonpb.KeyValue, []*tracepb.Span, []string) 
 }
 
 // startReceiver serves a receiver on a loopback port until the test ends.
-func startReceiver(t *testing.T) (*receiver, string) {
+func startReceiver(t *testing.T, opts ...grpc.ServerOption) (*receiver, string) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &receiver{}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	collectortrace.RegisterTraceServiceServer(srv, r)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)

@@ -2,7 +2,6 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -78,6 +76,13 @@ type Options struct {
 	Profiles []string
 	// Version is the service.version; empty means the binary's version.
 	Version string
+	// ClusterName is the resource's k8s.cluster.name; empty sets none.
+	ClusterName string
+	// InstanceID is the resource's service.instance.id; empty means a new
+	// random UUID, so that each process is told apart.
+	InstanceID string
+	// Transport secures the connection to the collector.
+	Transport Transport
 
 	// Exporter, if set, replaces the OTLP gRPC exporter; it still sits
 	// behind the bounded queue.
@@ -142,8 +147,17 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 		}
 		exporter := opts.Exporter
 		if exporter == nil {
+			endpoint := DefaultEndpoint
+			if cfg.Endpoint != nil {
+				endpoint = *cfg.Endpoint
+			}
+			security, err := opts.Transport.exporterOption(endpoint)
+			if err != nil {
+				return nil, err
+			}
 			grpcOpts := []otlptracegrpc.Option{
-				otlptracegrpc.WithInsecure(),
+				security,
+				otlptracegrpc.WithEndpoint(endpoint),
 				// gRPC waits up to two minutes between reconnections by
 				// default: a collector back after a long outage would get no
 				// span for that long. Exports fail and are counted meanwhile.
@@ -151,9 +165,6 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 					Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectDelay},
 					MinConnectTimeout: 5 * time.Second,
 				})),
-			}
-			if cfg.Endpoint != nil {
-				grpcOpts = append(grpcOpts, otlptracegrpc.WithEndpoint(*cfg.Endpoint))
 			}
 			// The client connects lazily: an unreachable collector is not an
 			// error here, only failed exports later.
@@ -175,28 +186,6 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	}
 	t.tracer = provider.Tracer(ScopeName, trace.WithInstrumentationVersion(opts.Version), trace.WithSchemaURL(semconv.SchemaURL))
 	return t, nil
-}
-
-// newResource describes the scheduler: service name and version, profiles
-// and host.
-func newResource(ctx context.Context, opts Options) (*resource.Resource, error) {
-	attrs := []attribute.KeyValue{
-		semconv.ServiceName(ServiceName),
-		semconv.ServiceVersion(opts.Version),
-	}
-	if len(opts.Profiles) > 0 {
-		attrs = append(attrs, ProfilesKey.StringSlice(opts.Profiles))
-	}
-	res, err := resource.New(ctx,
-		resource.WithSchemaURL(semconv.SchemaURL),
-		resource.WithAttributes(attrs...),
-		resource.WithHost(),
-		resource.WithTelemetrySDK(),
-	)
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("describing the tracing resource: %w", err)
-	}
-	return res, nil
 }
 
 // Trace exports the spans of rec, an attempt of pod, and returns the trace
