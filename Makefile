@@ -32,6 +32,9 @@ BENCH_OUT := $(CURDIR)/_output/bench
 # its own process, side by side), and where its logs and table go.
 COMPAT_MODES ?= plain recording tracing
 COMPAT_OUT := $(CURDIR)/_output/compat
+# Where `make release` writes the kubectl plugin's archives, their sums and
+# the krew manifest.
+RELEASE_OUT := $(CURDIR)/_output/release
 
 .DEFAULT_GOAL := help
 
@@ -47,7 +50,7 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools
-build-tools: benchstat promtool ## Build Jaeger, promtool and benchstat, each from its own tools module, into bin/.
+build-tools: benchstat promtool krew ## Build Jaeger, promtool, benchstat and krew, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
@@ -55,6 +58,17 @@ build-tools: benchstat promtool ## Build Jaeger, promtool and benchstat, each fr
 promtool: ## Build promtool, which checks and unit-tests the alert rules, from its tools module into bin/.
 	@mkdir -p $(BIN)
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+
+.PHONY: krew
+krew: ## Build krew and its manifest validator (validate-krew-manifest), which check the release's plugin manifest, from their tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
+
+.PHONY: release
+release: krew ## Build the kubectl plugin's release into _output/release: archives for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew. VERSION must be vMAJOR.MINOR.PATCH.
+	@rm -rf $(RELEASE_OUT)
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
+	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
 
 .PHONY: benchstat
 benchstat: ## Build benchstat, which compares the benchmark's modes, from its tools module into bin/.
@@ -150,6 +164,7 @@ verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidin
 	cd tools/vuln && $(GO) mod tidy -diff
 	cd tools/benchstat && $(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
+	cd tools/krew && $(GO) mod tidy -diff
 	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
 		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
 	$(GO) run ./manifests/render -verify

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/schedscope/schedscope/pkg/client"
+	"github.com/schedscope/schedscope/pkg/version"
 )
 
 // Output formats.
@@ -104,12 +105,14 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		Version:       version.Version,
 		// Shown in usage as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl schedscope"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageErrorf("a subcommand is required: explain or pending")
 		},
 	}
+	cmd.SetVersionTemplate("kubectl schedscope {{.Version}}\n")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	o.AddFlags(cmd.PersistentFlags())
 	cmd.SetOut(streams.Out)

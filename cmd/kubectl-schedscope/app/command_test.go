@@ -187,6 +187,7 @@ func TestExitCodesAndFormats(t *testing.T) {
 		{name: "bad output", args: []string{"explain", "pod/web", "-o", "xml", "--kubeconfig", alice}, wantCode: ExitUsage, wantErrOut: []string{"--output"}},
 		{name: "unknown flag", args: []string{"explain", "pod/web", "--frobnicate"}, wantCode: ExitUsage},
 		{name: "no subcommand", args: []string{}, wantCode: ExitUsage},
+		{name: "version", args: []string{"--version"}, wantCode: ExitOK, wantOut: []string{"kubectl schedscope devel\n"}},
 		{name: "pending in namespace", args: []string{"pending", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"shop       db    default-scheduler  1         unschedulable", "NodeAffinity(2)"}},
 		{name: "pending everywhere", args: []string{"pending", "-A", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"batch", "shop"}},
 		{name: "pending yaml", args: []string{"pending", "-A", "-o", "yaml", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"name: job", "result: unschedulable"}},
