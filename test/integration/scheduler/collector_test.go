@@ -375,3 +375,50 @@ func expectAlive(t *testing.T, s *framework.Scheduler) {
 		t.Errorf("the scheduler is not healthy: %v", err)
 	}
 }
+
+// TestTracingResourceOverTLS runs the scheduler with the tracing flags
+// against a receiver that serves TLS and requires a client certificate:
+// every span arrives, under the resource that the flags and the
+// environment (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) give.
+func TestTracingResourceOverTLS(t *testing.T) {
+	const profile = "tracing-tls"
+	pki, err := framework.NewPKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	collector, err := framework.StartOTLPReceiverTLS(pki)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(collector.Stop)
+	// The scheduler inherits the test's environment.
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.pod.name=schedscope-0,deployment.environment.name=integration")
+	t.Setenv("OTEL_SERVICE_NAME", "schedscope-scheduler-tls")
+	s := startDedicatedScheduler(t, profile, "--tracing-config-file="+writeTracingConfig(t, collector.Addr),
+		"--tracing-cluster-name=east-1", "--tracing-ca-file="+pki.CAFile,
+		"--tracing-client-cert-file="+pki.ClientCertFile, "--tracing-client-key-file="+pki.ClientKeyFile)
+	ns := createNamespace(t)
+	createNodes(t, nodeSpec{name: "tracing-tls-node", cpu: "100", memory: "100Gi"})
+	createPod(t, st.MakePod().Namespace(ns).Name("traced").SchedulerName(profile).Obj())
+	recs := waitForScheduledRecords(t, s, ns, "traced", 1)
+	expectReceived(t, collector, recs)
+
+	got := collector.ResourceAttributes()
+	if got["service.instance.id"] == "" || got["service.version"] == "" {
+		t.Errorf("resource without service.instance.id or service.version: %v", got)
+	}
+	want := map[string]string{
+		"service.name":                "schedscope-scheduler-tls",
+		"k8s.cluster.name":            "east-1",
+		"k8s.pod.name":                "schedscope-0",
+		"deployment.environment.name": "integration",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("resource attribute %s = %q, want %q (resource %v)", k, got[k], v, got)
+		}
+	}
+	if _, failed := lostSpans(t, s); failed != 0 {
+		t.Errorf("%.0f spans failed to export over TLS", failed)
+	}
+}
