@@ -65,10 +65,19 @@ krew: ## Build krew and its manifest validator (validate-krew-manifest), which c
 	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: release
-release: krew ## Build the kubectl plugin's release into _output/release: archives for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew. VERSION must be vMAJOR.MINOR.PATCH.
+release: krew ## Build the kubectl plugin's release into _output/release: archives for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
 	@rm -rf $(RELEASE_OUT)
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
 	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
+	@# krew installs each archive, for its platform, into a scratch root.
+	@for archive in $(RELEASE_OUT)/*.tar.gz; do \
+		platform=$${archive%.tar.gz}; arch=$${platform##*_}; platform=$${platform%_*}; os=$${platform##*_}; \
+		root=$$(mktemp -d); \
+		env KREW_ROOT=$$root HOME=$$root KREW_OS=$$os KREW_ARCH=$$arch $(BIN)/krew install --manifest $(RELEASE_OUT)/schedscope.yaml \
+			--archive $$archive > $$root/install.log 2>&1 || { cat $$root/install.log; exit 1; }; \
+		test -x $$root/bin/kubectl-schedscope || { echo "krew installed no kubectl-schedscope for $$os/$$arch"; exit 1; }; \
+		echo "$$os/$$arch installed by krew"; rm -rf $$root; \
+	done
 
 .PHONY: benchstat
 benchstat: ## Build benchstat, which compares the benchmark's modes, from its tools module into bin/.
