@@ -15,7 +15,7 @@ import (
 
 // operatorDocs are the documents whose commands and metrics an operator
 // follows by hand.
-var operatorDocs = []string{"docs/architecture.md", "docs/troubleshooting.md", "docs/upgrade.md", "docs/tracing.md"}
+var operatorDocs = []string{"docs/architecture.md", "docs/troubleshooting.md", "docs/upgrade.md", "docs/tracing.md", "docs/deploy.md", "docs/runbooks.md"}
 
 var (
 	flagRE   = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
