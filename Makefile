@@ -35,6 +35,17 @@ COMPAT_OUT := $(CURDIR)/_output/compat
 # Where `make release` writes the kubectl plugin's archives, their sums and
 # the krew manifest.
 RELEASE_OUT := $(CURDIR)/_output/release
+# The images `make image` builds, IMAGE_PREFIX/schedscope-{scheduler,sidecar}:IMAGE_TAG,
+# with podman (hack/podman/containers.conf) from static binaries in IMAGE_OUT.
+IMAGE_PREFIX ?= ghcr.io/schedscope
+IMAGE_TAG ?= $(VERSION)
+IMAGE_OUT := $(CURDIR)/_output/image
+PODMAN := CONTAINERS_CONF=$(CURDIR)/hack/podman/containers.conf podman
+# The images' OCI labels and manifest annotations.
+IMAGE_META := org.opencontainers.image.version=$(VERSION) \
+	org.opencontainers.image.revision=$(shell git rev-parse HEAD 2>/dev/null) \
+	org.opencontainers.image.source=https://github.com/schedscope/schedscope \
+	io.schedscope.kubernetes.version=$(K8S_VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -50,7 +61,7 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools
-build-tools: benchstat promtool krew ## Build Jaeger, promtool, benchstat and krew, each from its own tools module, into bin/.
+build-tools: benchstat promtool krew helm ## Build Jaeger, promtool, benchstat, krew and helm, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
@@ -79,6 +90,11 @@ release: krew ## Build the kubectl plugin's release into _output/release: archiv
 		echo "$$os/$$arch installed by krew"; rm -rf $$root; \
 	done
 
+.PHONY: helm
+helm: ## Build helm, which renders and lints the chart (charts/schedscope), from its tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+
 .PHONY: benchstat
 benchstat: ## Build benchstat, which compares the benchmark's modes, from its tools module into bin/.
 	@mkdir -p $(BIN)
@@ -89,13 +105,21 @@ golangci-lint: ## Build golangci-lint, which make verify runs, from its tools mo
 	@mkdir -p $(BIN)
 	cd tools/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
+.PHONY: image
+image: ## Build the scheduler's and the sidecar's OCI images with podman (Containerfile, FROM scratch) from static binaries built here.
+	@mkdir -p $(IMAGE_OUT)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/ ./cmd/schedscope-scheduler ./cmd/schedscope-sidecar
+	@for c in scheduler sidecar; do \
+		$(PODMAN) build --quiet --format oci --target $$c -f $(CURDIR)/Containerfile \
+			--label org.opencontainers.image.title=schedscope-$$c --annotation org.opencontainers.image.title=schedscope-$$c \
+			$(foreach m,$(IMAGE_META),--label $(m) --annotation $(m)) \
+			-t $(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG) $(IMAGE_OUT) >/dev/null || exit 1; \
+		echo "$(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG)"; \
+	done
+
 .PHONY: generate
 generate: ## Regenerate the plugin shapes of the framework-equivalence test.
 	$(GO) run ./hack/shapegen
-
-.PHONY: manifests
-manifests: ## Render the kustomize overlays into manifests/rendered.
-	$(GO) run ./manifests/render
 
 .PHONY: test
 test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, and a smoke run of the benchmark harness.
@@ -105,9 +129,9 @@ test: build build-tools test-alerts ## Run every test: unit, integration (real e
 	$(MAKE) test-compat
 
 .PHONY: test-alerts
-test-alerts: promtool ## Check the Prometheus alert rules (manifests/alerts) and run their unit tests with promtool.
-	$(BIN)/promtool check rules manifests/alerts/schedscope.rules.yaml
-	$(BIN)/promtool test rules manifests/alerts/schedscope.rules_test.yaml
+test-alerts: promtool ## Check the Prometheus alert rules (charts/schedscope/files) and run their unit tests with promtool.
+	$(BIN)/promtool check rules charts/schedscope/files/schedscope.rules.yaml
+	$(BIN)/promtool test rules charts/schedscope/files/schedscope.rules_test.yaml
 
 .PHONY: test-compat
 test-compat: build ## Run every upstream scheduler_perf workload file at its integration-test sizes in plain and observed modes (COMPAT_MODES); table in _output/compat/table.md.
@@ -164,7 +188,7 @@ bench: build benchstat ## Measure schedscope's overhead against plain kube-sched
 	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
 
 .PHONY: verify
-verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness, generated code and rendered manifests.
+verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code.
 	$(BIN)/golangci-lint run ./...
 	cd examples/custom-scheduler && $(BIN)/golangci-lint run ./... && $(GO) mod tidy -diff
 	$(GO) mod tidy -diff
@@ -174,9 +198,9 @@ verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidin
 	cd tools/benchstat && $(GO) mod tidy -diff
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/krew && $(GO) mod tidy -diff
+	cd tools/helm && $(GO) mod tidy -diff
 	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
 		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
-	$(GO) run ./manifests/render -verify
 
 .PHONY: run
 run: build build-tools ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar, Jaeger and a demo workload.

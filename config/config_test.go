@@ -195,7 +195,7 @@ func TestTracingConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Endpoint == nil || *cfg.Endpoint != "jaeger-collector.schedscope.svc:4317" {
-		t.Errorf("endpoint %v, want the collector of manifests/overlays/tracing", cfg.Endpoint)
+		t.Errorf("endpoint %v, want the example collector jaeger-collector.schedscope.svc:4317", cfg.Endpoint)
 	}
 	if cfg.SamplingRatePerMillion == nil || *cfg.SamplingRatePerMillion != 10000 {
 		t.Errorf("samplingRatePerMillion %v, want 10000", cfg.SamplingRatePerMillion)

@@ -35,7 +35,8 @@ var upstreamMetrics = []string{
 
 // TestOperatorDocsNameRealFlags: every --flag in the operator documents is
 // one of schedscope-scheduler's, schedscope-sidecar's, kubectl
-// schedscope's or kube-apiserver's, as their --help lists them, or one of
+// schedscope's, kube-apiserver's or helm's (the chart's commands), as
+// their --help lists them, or one of
 // the few kubectl flags of the documents' commands.
 func TestOperatorDocsNameRealFlags(t *testing.T) {
 	known := map[string]bool{}
@@ -48,6 +49,10 @@ func TestOperatorDocsNameRealFlags(t *testing.T) {
 		{"kubectl-schedscope", "explain", "--help"},
 		{"kubectl-schedscope", "pending", "--help"},
 		{"kube-apiserver", "--help"},
+		{"helm", "install", "--help"},
+		{"helm", "upgrade", "--help"},
+		{"helm", "template", "--help"},
+		{"helm", "lint", "--help"},
 	} {
 		bin, err := framework.Binary(cmd[0])
 		if err != nil {

@@ -1,17 +1,19 @@
-// Package manifests applies the rendered deployment manifests
-// (manifests/rendered) to a real kube-apiserver with server-side apply and
-// strict field validation, reads every object back, and checks that the
-// RBAC they grant is what the scheduler and the sidecar need.
+// Package manifests renders the Helm chart (charts/schedscope) with
+// `helm template` over several values sets, applies each rendering to a
+// real kube-apiserver with server-side apply and strict field validation,
+// reads every object back, and checks that the RBAC it grants is what the
+// scheduler and the sidecar need.
 package manifests
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -24,17 +26,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	k8scorev1 "k8s.io/kubernetes/pkg/apis/core/v1"
@@ -43,16 +39,12 @@ import (
 
 	schedulerapp "github.com/schedscope/schedscope/cmd/schedscope-scheduler/app"
 	sidecarapp "github.com/schedscope/schedscope/cmd/schedscope-sidecar/app"
-	"github.com/schedscope/schedscope/manifests"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
-const fieldManager = "schedscope-manifests-test"
-
 var (
 	controlPlane *framework.ControlPlane
-	dyn          dynamic.Interface
-	mapper       *restmapper.DeferredDiscoveryRESTMapper
+	applier      *framework.Applier
 )
 
 func TestMain(m *testing.M) {
@@ -71,11 +63,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer controlPlane.Stop()
-	if dyn, err = dynamic.NewForConfig(controlPlane.Config); err != nil {
+	if applier, err = controlPlane.NewApplier("schedscope-manifests-test"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(controlPlane.Client.Discovery()))
 	code := m.Run()
 	if code == 0 {
 		os.RemoveAll(dir)
@@ -88,58 +79,118 @@ func run(m *testing.M) int {
 // repoFile reads a file of the repository.
 func repoFile(t *testing.T, path string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(manifests.Dir(), "..", path))
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-// decode splits a multi-document YAML file into objects (numbers as int64,
-// as the apiserver returns them).
-func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
-	t.Helper()
-	var objs []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("reading YAML: %v", err)
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			t.Fatalf("decoding YAML: %v", err)
-		}
-		if len(bytes.TrimSpace(js)) == 0 || string(bytes.TrimSpace(js)) == "null" {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			t.Fatalf("decoding object: %v\n%s", err, doc)
-		}
-		objs = append(objs, u)
-	}
+// release is one values set of the chart (charts/schedscope/ci) installed
+// in a namespace, and what its rendering must hold.
+type release struct {
+	values    string
+	namespace string
+	// lease is the scheduler's leader election Lease.
+	lease string
+	// profiles are the scheduler configuration's profiles.
+	profiles []string
+	tracing  bool
+	// monitoring: ServiceMonitor, PrometheusRule and dashboard.
+	monitoring bool
+	// apiService: the APIService and how its CA is set.
+	apiService string
 }
 
-func TestRenderedUpToDate(t *testing.T) {
-	if err := manifests.Verify(); err != nil {
+var releases = []release{
+	{values: "default", namespace: "schedscope", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}, apiService: "caBundle"},
+	{values: "tracing", namespace: "schedscope", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}, tracing: true, apiService: "caBundle"},
+	{values: "monitoring", namespace: "schedscope", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}, monitoring: true, apiService: "caBundle"},
+	{values: "ha", namespace: "scheduling", lease: "schedscope-ha", profiles: []string{"batch"}, tracing: true, apiService: "cert-manager"},
+	{values: "secret", namespace: "ops", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}},
+}
+
+func (r release) valuesFile() string {
+	return filepath.Join(framework.ChartDir(), "ci", r.values+"-values.yaml")
+}
+
+// render renders the chart for r.
+func render(t *testing.T, r release) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := framework.RenderChart(r.namespace, []string{r.valuesFile()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	objs, err := framework.DecodeYAML(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) == 0 {
+		t.Fatal("no objects")
+	}
+	return objs
 }
 
-// TestCopiesInStep keeps the files kustomize needs inside its roots equal
-// to the examples in config/.
-func TestCopiesInStep(t *testing.T) {
-	for _, c := range []struct{ copy, original string }{
-		{"manifests/base/scheduler-config.yaml", "config/scheduler-two-profiles.yaml"},
-		{"manifests/overlays/tracing/tracing.yaml", "config/tracing.yaml"},
-	} {
-		if !bytes.Equal(repoFile(t, c.copy), repoFile(t, c.original)) {
-			t.Errorf("%s differs from %s: copy it again", c.copy, c.original)
+// TestLint runs `helm lint --strict` with each values set.
+func TestLint(t *testing.T) {
+	helm, err := framework.Binary("helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range releases {
+		out, err := exec.Command(helm, "lint", "--strict", framework.ChartDir(), "--namespace", r.namespace, "--values", r.valuesFile()).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm lint with %s values: %v\n%s", r.values, err, out)
 		}
+	}
+}
+
+// TestInvalidValues checks that values that cannot work fail to render
+// with a message naming them.
+func TestInvalidValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		set     []string
+		wantErr string
+	}{
+		{"replicas without leader election", []string{"scheduler.replicas=2", "scheduler.leaderElection.enabled=false"}, "scheduler.replicas > 1 needs scheduler.leaderElection.enabled"},
+		{"replicas sharing one claim", []string{"scheduler.replicas=2", "sidecar.persistence.enabled=true"}, "sidecar.persistence.enabled needs scheduler.replicas 1"},
+		{"tracing without endpoint", []string{"tracing.enabled=true"}, "tracing.enabled needs tracing.endpoint"},
+		{"plain and TLS tracing", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.insecure=true", "tracing.tlsSecret=ca"}, "tracing.insecure is plain gRPC and excludes tracing.tlsSecret"},
+		{"client certificate without Secret", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.clientCertificate=true"}, "tracing.clientCertificate needs tracing.tlsSecret"},
+		{"unknown certificate source", []string{"apiService.certificate.source=insecure"}, `apiService.certificate.source "insecure": want generate, certManager or secret`},
+		{"secret without its CA", []string{"apiService.certificate.source=secret", "apiService.certificate.secretName=x"}, "needs apiService.certificate.caBundle"},
+		{"secret without a name", []string{"apiService.certificate.source=secret", "apiService.certificate.caBundle=x"}, "apiService.certificate.secretName is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := framework.RenderChart("schedscope", nil, tt.set...)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("helm template --set %v: got error %v, want one saying %q", tt.set, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestDefaultsInStep keeps the examples in config/ equal to what the
+// chart's default values render: the scheduler configuration and the
+// sidecar's flags.
+func TestDefaultsInStep(t *testing.T) {
+	objs := render(t, releases[0])
+	var example, rendered any
+	if err := yaml.Unmarshal(repoFile(t, "config/scheduler-two-profiles.yaml"), &example); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" && o.GetName() == "schedscope-scheduler-config" {
+			data, _, _ := unstructured.NestedString(o.Object, "data", "scheduler-config.yaml")
+			if err := yaml.Unmarshal([]byte(data), &rendered); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if diff := cmp.Diff(example, rendered); diff != "" {
+		t.Errorf("scheduler.config of values.yaml and config/scheduler-two-profiles.yaml differ (-config/ +chart):\n%s", diff)
 	}
 
 	var want []string
@@ -148,13 +199,11 @@ func TestCopiesInStep(t *testing.T) {
 			want = append(want, line)
 		}
 	}
-	for _, o := range decode(t, repoFile(t, "manifests/rendered/base.yaml")) {
-		if o.GetKind() != "Deployment" {
-			continue
-		}
-		got := containerArgs(t, o, "sidecar")
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("sidecar args of the Deployment and config/sidecar.args differ (-sidecar.args +Deployment):\n%s", diff)
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			if diff := cmp.Diff(want, containerArgs(t, o, "sidecar")); diff != "" {
+				t.Errorf("sidecar args of the Deployment and config/sidecar.args differ (-sidecar.args +Deployment):\n%s", diff)
+			}
 		}
 	}
 }
@@ -173,73 +222,67 @@ func containerArgs(t *testing.T, deploy *unstructured.Unstructured, name string)
 	return nil
 }
 
-// applyCRDs applies the Prometheus Operator CRDs the monitoring overlay's
-// objects need, from testdata/, and waits until they are established.
+// applyCRDs applies the CRDs of testdata/ that the chart's optional
+// objects need (Prometheus Operator's, cert-manager's) and waits until
+// they are established.
 func applyCRDs(t *testing.T) {
 	t.Helper()
-	for _, file := range []string{"servicemonitor-crd.yaml", "prometheusrule-crd.yaml"} {
-		crd := decode(t, repoFile(t, "test/integration/manifests/testdata/"+file))[0]
-		apply(t, crd)
-		gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-			got, err := dyn.Resource(gvr).Get(ctx, crd.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conds {
-				c := c.(map[string]any)
-				if c["type"] == "Established" && c["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+	files, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "test/integration/manifests/testdata/*-crd.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in testdata: %v", err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
 		if err != nil {
-			t.Fatalf("CRD %s not established: %v", crd.GetName(), err)
+			t.Fatal(err)
+		}
+		crds, err := framework.DecodeYAML(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, crd := range crds {
+			apply(t, crd)
+			waitEstablished(t, crd.GetName())
 		}
 	}
-	mapper.Reset()
 }
 
-// resource maps an object to its REST resource.
-func resource(t *testing.T, obj *unstructured.Unstructured) dynamic.ResourceInterface {
+func waitEstablished(t *testing.T, name string) {
 	t.Helper()
-	gvk := obj.GroupVersionKind()
-	var m *meta.RESTMapping
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			mapper.Reset()
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("%s %s: no such kind in the cluster", gvk, obj.GetName())
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if obj.GetNamespace() == "" {
-			t.Fatalf("%s %s is namespaced but names no namespace", gvk.Kind, obj.GetName())
-		}
-		return dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-	}
-	return dyn.Resource(m.Resource)
-}
-
-// apply applies obj with server-side apply and strict field validation, so
-// an unknown or misspelt field is an error, and returns the object as stored.
-func apply(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
-	t.Helper()
-	data, err := obj.MarshalJSON()
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: gvr.Group, Version: gvr.Version, Kind: "CustomResourceDefinition"})
+	crd.SetName(name)
+	r, err := applier.Resource(context.Background(), crd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := resource(t, obj).Patch(context.Background(), obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: fieldManager, Force: new(true), FieldValidation: metav1.FieldValidationStrict})
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := r.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if c["type"] == "Established" && c["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	if err != nil {
-		t.Fatalf("applying %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		t.Fatalf("CRD %s not established: %v", name, err)
+	}
+}
+
+// apply applies obj with server-side apply and strict field validation and
+// returns the object as stored.
+func apply(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	got, err := applier.Apply(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return got
 }
@@ -281,23 +324,32 @@ func contained(path string, want, got any) []string {
 	}
 }
 
-// TestApply applies each rendered file in turn (base, then the overlays,
-// like an upgrade) and reads every object back.
+// TestApply applies the rendering of each values set in turn, in its
+// namespace (like installs and upgrades), reads every object back, and
+// checks the objects and the RBAC they grant.
 func TestApply(t *testing.T) {
 	applyCRDs(t)
-	for _, o := range manifests.Overlays {
-		t.Run(o.Name, func(t *testing.T) {
-			objs := decode(t, repoFile(t, filepath.Join("manifests", "rendered", o.Name+".yaml")))
-			if len(objs) == 0 {
-				t.Fatal("no objects")
-			}
+	for _, r := range releases {
+		t.Run(r.values, func(t *testing.T) {
+			objs := render(t, r)
+			ns := &unstructured.Unstructured{}
+			ns.SetAPIVersion("v1")
+			ns.SetKind("Namespace")
+			ns.SetName(r.namespace)
+			apply(t, ns)
+			// Every namespaced object names its namespace (the applier
+			// refuses one that does not): kubectl apply -n is not needed.
 			for _, obj := range objs {
 				apply(t, obj)
 			}
-			kinds := map[string]int{}
+			var summary []string
 			for _, obj := range objs {
-				kinds[obj.GetKind()]++
-				got, err := resource(t, obj).Get(context.Background(), obj.GetName(), metav1.GetOptions{})
+				summary = append(summary, obj.GetKind()+" "+strings.TrimPrefix(obj.GetNamespace()+"/"+obj.GetName(), "/"))
+				r, err := applier.Resource(context.Background(), obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := r.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
 				if err != nil {
 					t.Errorf("reading back %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 					continue
@@ -307,15 +359,15 @@ func TestApply(t *testing.T) {
 					t.Error(d)
 				}
 			}
-			checkObjects(t, o.Name, objs)
-			t.Logf("applied %d objects: %v", len(objs), kinds)
+			checkObjects(t, r, objs)
+			checkRBAC(t, r)
+			t.Logf("helm template -n %s -f ci/%s-values.yaml: applied %d objects:\n  %s", r.namespace, r.values, len(objs), strings.Join(summary, "\n  "))
 		})
 	}
-	t.Run("RBAC", checkRBAC)
 }
 
 // checkObjects checks what each rendering must hold.
-func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructured) {
+func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 	t.Helper()
 	byKind := map[string][]*unstructured.Unstructured{}
 	for _, o := range objs {
@@ -331,12 +383,12 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 		t.Fatal("no Deployment schedscope")
 	}
 	sched := containerArgs(t, deploy, "scheduler")
-	for _, want := range []string{"--leader-elect=true", "--leader-elect-resource-name=schedscope-scheduler", "--leader-elect-resource-namespace=schedscope", "--config=/etc/schedscope/scheduler-config.yaml"} {
+	for _, want := range []string{"--leader-elect=true", "--leader-elect-resource-name=" + r.lease, "--leader-elect-resource-namespace=" + r.namespace, "--config=/etc/schedscope/scheduler-config.yaml"} {
 		if !slices.Contains(sched, want) {
 			t.Errorf("scheduler args %q lack %s", sched, want)
 		}
 	}
-	// The binaries accept every flag the manifests pass.
+	// The binaries accept every flag the chart passes.
 	schedCmd := schedulerapp.NewSchedulerCommand()
 	if err := schedCmd.Flags().Parse(sched); err != nil {
 		t.Errorf("schedscope-scheduler rejects the Deployment's args: %v", err)
@@ -348,8 +400,8 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 	}
 
 	hasTracing := slices.ContainsFunc(sched, func(a string) bool { return strings.HasPrefix(a, "--tracing-config-file=") })
-	if hasTracing != (overlay == "tracing") {
-		t.Errorf("overlay %s: scheduler traces: %v", overlay, hasTracing)
+	if hasTracing != r.tracing {
+		t.Errorf("scheduler traces: %v, want %v", hasTracing, r.tracing)
 	}
 
 	spec, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
@@ -391,8 +443,14 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 			c, err := options.LoadConfigFromFile(klog.Background(), path)
 			if err != nil {
 				t.Errorf("ConfigMap %s: %v", cm.GetName(), err)
-			} else if len(c.Profiles) != 2 {
-				t.Errorf("ConfigMap %s: %d profiles, want 2", cm.GetName(), len(c.Profiles))
+				continue
+			}
+			var profiles []string
+			for _, p := range c.Profiles {
+				profiles = append(profiles, p.SchedulerName)
+			}
+			if diff := cmp.Diff(r.profiles, profiles); diff != "" {
+				t.Errorf("ConfigMap %s: profiles (-want +got):\n%s", cm.GetName(), diff)
 			}
 		}
 	}
@@ -424,12 +482,12 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
 			for _, s := range subjects {
 				s := s.(map[string]any)
-				if s["kind"] != "ServiceAccount" || s["name"] != "schedscope-sidecar" || s["namespace"] != "schedscope" {
+				if s["kind"] != "ServiceAccount" || s["name"] != "schedscope-sidecar" || s["namespace"] != r.namespace {
 					continue
 				}
 				role := roleKind + " " + roleName
 				if _, ok := sidecarRoles[role]; !ok {
-					t.Errorf("%s %s binds %s to schedscope/schedscope-sidecar; the sidecar needs only %v", kind, b.GetName(), role, sidecarRoles)
+					t.Errorf("%s %s binds %s to %s/schedscope-sidecar; the sidecar needs only %v", kind, b.GetName(), role, r.namespace, sidecarRoles)
 				}
 				sidecarRoles[role] = true
 			}
@@ -437,23 +495,167 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 	}
 	for role, bound := range sidecarRoles {
 		if !bound {
-			t.Errorf("%s is not bound to schedscope/schedscope-sidecar", role)
+			t.Errorf("%s is not bound to %s/schedscope-sidecar", role, r.namespace)
 		}
 	}
 
 	checkTokens(t, deploy, byKind)
 
-	switch overlay {
-	case "monitoring":
-		if len(byKind["ServiceMonitor"]) != 1 {
-			t.Errorf("%d ServiceMonitors, want 1", len(byKind["ServiceMonitor"]))
-		}
-		checkMonitoring(t, byKind)
-	case "tracing":
-		if len(byKind["Deployment"]) != 2 {
-			t.Errorf("%d Deployments, want schedscope and jaeger", len(byKind["Deployment"]))
+	checkAPIService(t, r, byKind)
+	checkPlacement(t, r, deploy, byKind)
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		if n, want := len(byKind[kind]), map[bool]int{true: 1}[r.monitoring]; n != want {
+			t.Errorf("%d %ss, want %d", n, kind, want)
 		}
 	}
+	if r.monitoring {
+		checkMonitoring(t, byKind)
+	}
+}
+
+// checkPlacement checks that the pod carries the placement, priority,
+// resources and database volume the values set asks for.
+func checkPlacement(t *testing.T, r release, deploy *unstructured.Unstructured, byKind map[string][]*unstructured.Unstructured) {
+	t.Helper()
+	var values struct {
+		PriorityClassName string            `json:"priorityClassName"`
+		NodeSelector      map[string]string `json:"nodeSelector"`
+		Tolerations       []any             `json:"tolerations"`
+		Sidecar           struct {
+			Resources   map[string]any `json:"resources"`
+			Persistence struct {
+				Enabled bool `json:"enabled"`
+			} `json:"persistence"`
+		} `json:"sidecar"`
+	}
+	if err := yaml.Unmarshal(repoFile(t, filepath.Join("charts/schedscope/ci", r.values+"-values.yaml")), &values); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template", "spec")
+	var got struct {
+		PriorityClassName string            `json:"priorityClassName"`
+		NodeSelector      map[string]string `json:"nodeSelector"`
+		Tolerations       []any             `json:"tolerations"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.PriorityClassName != values.PriorityClassName || !reflect.DeepEqual(got.NodeSelector, values.NodeSelector) || len(got.Tolerations) != len(values.Tolerations) {
+		t.Errorf("pod priorityClassName %q, nodeSelector %v, tolerations %v; the values ask for %q, %v, %v",
+			got.PriorityClassName, got.NodeSelector, got.Tolerations, values.PriorityClassName, values.NodeSelector, values.Tolerations)
+	}
+	if values.Sidecar.Resources != nil {
+		containers, _, _ := unstructured.NestedSlice(spec, "containers")
+		for _, c := range containers {
+			c := c.(map[string]any)
+			if c["name"] == "sidecar" && !reflect.DeepEqual(c["resources"], values.Sidecar.Resources) {
+				t.Errorf("sidecar resources %v, the values ask for %v", c["resources"], values.Sidecar.Resources)
+			}
+		}
+	}
+	claim, _, _ := unstructured.NestedString(volume(t, spec, "data"), "persistentVolumeClaim", "claimName")
+	if values.Sidecar.Persistence.Enabled {
+		if claim != "schedscope-data" || len(byKind["PersistentVolumeClaim"]) != 1 {
+			t.Errorf("the database's volume claims %q with %d PersistentVolumeClaims; want schedscope-data, the chart's", claim, len(byKind["PersistentVolumeClaim"]))
+		}
+	} else if claim != "" {
+		t.Errorf("the database's volume claims %q, want an emptyDir", claim)
+	}
+}
+
+// volume returns the pod spec's volume name.
+func volume(t *testing.T, spec map[string]any, name string) map[string]any {
+	t.Helper()
+	volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+	for _, v := range volumes {
+		if v := v.(map[string]any); v["name"] == name {
+			return v
+		}
+	}
+	t.Fatalf("the pod has no volume %s", name)
+	return nil
+}
+
+// checkAPIService checks how the kube-apiserver verifies the sidecar: with
+// a caBundle that verifies the certificate the sidecar serves (for the
+// Service's name), or with the CA cert-manager injects from the sidecar's
+// Certificate; never with insecureSkipTLSVerify.
+func checkAPIService(t *testing.T, r release, byKind map[string][]*unstructured.Unstructured) {
+	t.Helper()
+	host := "schedscope-sidecar." + r.namespace + ".svc"
+	if r.apiService == "" {
+		if n := len(byKind["APIService"]); n != 0 {
+			t.Errorf("%d APIServices, want none", n)
+		}
+		return
+	}
+	if len(byKind["APIService"]) != 1 {
+		t.Fatalf("%d APIServices, want 1", len(byKind["APIService"]))
+	}
+	svc := byKind["APIService"][0]
+	if insecure, _, _ := unstructured.NestedBool(svc.Object, "spec", "insecureSkipTLSVerify"); insecure {
+		t.Error("the APIService skips TLS verification")
+	}
+	if ns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace"); ns != r.namespace {
+		t.Errorf("the APIService points at namespace %q, want %q", ns, r.namespace)
+	}
+	switch r.apiService {
+	case "caBundle":
+		caBundle, _, _ := unstructured.NestedString(svc.Object, "spec", "caBundle")
+		var secret *unstructured.Unstructured
+		for _, s := range byKind["Secret"] {
+			if s.GetName() == "schedscope-sidecar-tls" {
+				secret = s
+			}
+		}
+		if secret == nil {
+			t.Fatal("no Secret schedscope-sidecar-tls")
+		}
+		crt, _, _ := unstructured.NestedString(secret.Object, "data", "tls.crt")
+		key, _, _ := unstructured.NestedString(secret.Object, "data", "tls.key")
+		if err := verifyServing(caBundle, crt, key, host); err != nil {
+			t.Errorf("the APIService's caBundle and Secret schedscope-sidecar-tls: %v", err)
+		}
+	case "cert-manager":
+		if got, want := svc.GetAnnotations()["cert-manager.io/inject-ca-from"], r.namespace+"/schedscope-sidecar"; got != want {
+			t.Errorf("APIService annotation cert-manager.io/inject-ca-from is %q, want %q", got, want)
+		}
+		if len(byKind["Certificate"]) != 1 {
+			t.Fatalf("%d Certificates, want 1", len(byKind["Certificate"]))
+		}
+		cert := byKind["Certificate"][0]
+		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+		dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		if secretName != "schedscope-sidecar-tls" || !slices.Contains(dnsNames, host) {
+			t.Errorf("Certificate %s: secretName %q, dnsNames %q; want schedscope-sidecar-tls and %s", cert.GetName(), secretName, dnsNames, host)
+		}
+	}
+}
+
+// verifyServing checks that the base64 PEM certificate crt, with its key,
+// is valid for host under the base64 PEM CA caBundle.
+func verifyServing(caBundle, crt, key, host string) error {
+	var pem [3][]byte
+	for i, b64 := range []string{caBundle, crt, key} {
+		var err error
+		if pem[i], err = base64.StdEncoding.DecodeString(b64); err != nil {
+			return err
+		}
+	}
+	pair, err := tls.X509KeyPair(pem[1], pem[2])
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem[0]) {
+		return errors.New("caBundle holds no certificate")
+	}
+	_, err = leaf.Verify(x509.VerifyOptions{DNSName: host, Roots: roots})
+	return err
 }
 
 // checkMonitoring checks that the ServiceMonitor scrapes the scheduler and
@@ -461,7 +663,7 @@ func checkObjects(t *testing.T, overlay string, objs []*unstructured.Unstructure
 // holds the groups of the rule file promtool tests.
 func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructured) {
 	t.Helper()
-	rules := string(repoFile(t, "manifests/alerts/schedscope.rules.yaml"))
+	rules := string(repoFile(t, "charts/schedscope/files/schedscope.rules.yaml"))
 	wantJobs := map[string]string{"scheduler": "schedscope-scheduler", "https": "schedscope-sidecar"}
 	for _, sm := range byKind["ServiceMonitor"] {
 		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -480,6 +682,20 @@ func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructure
 			t.Errorf("ServiceMonitor %s: job of each port (-want +got):\n%s", sm.GetName(), diff)
 		}
 	}
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		for _, o := range byKind[kind] {
+			if got := o.GetLabels()["release"]; got != "kube-prometheus-stack" {
+				t.Errorf("%s %s: label release=%q, want the values' kube-prometheus-stack", kind, o.GetName(), got)
+			}
+		}
+	}
+	dashboard := repoFile(t, "charts/schedscope/files/schedscope-dashboard.json")
+	if !slices.ContainsFunc(byKind["ConfigMap"], func(cm *unstructured.Unstructured) bool {
+		data, _, _ := unstructured.NestedString(cm.Object, "data", "schedscope-dashboard.json")
+		return cm.GetLabels()["grafana_dashboard"] == "1" && strings.TrimSpace(data) == strings.TrimSpace(string(dashboard))
+	}) {
+		t.Error("no ConfigMap labelled grafana_dashboard=1 holds charts/schedscope/files/schedscope-dashboard.json")
+	}
 	for _, job := range wantJobs {
 		if !strings.Contains(rules, `job="`+job+`"`) {
 			t.Errorf("the alert rules do not name job %s", job)
@@ -497,7 +713,7 @@ func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructure
 	}
 	groups, _, _ := unstructured.NestedSlice(byKind["PrometheusRule"][0].Object, "spec", "groups")
 	if diff := cmp.Diff(file.Groups, groups); diff != "" {
-		t.Errorf("the PrometheusRule's groups differ from manifests/alerts/schedscope.rules.yaml (-rules file +PrometheusRule):\n%s", diff)
+		t.Errorf("the PrometheusRule's groups differ from charts/schedscope/files/schedscope.rules.yaml (-rules file +PrometheusRule):\n%s", diff)
 	}
 }
 
@@ -627,22 +843,22 @@ func checkTokens(t *testing.T, deploy *unstructured.Unstructured, byKind map[str
 // checkRBAC asks the apiserver what each container's service account may
 // do: the pod's (the scheduler's) what kube-scheduler does; the sidecar's
 // what the sidecar does, and none of the scheduler's rights.
-func checkRBAC(t *testing.T) {
-	const (
-		scheduler = "system:serviceaccount:schedscope:schedscope"
-		sidecar   = "system:serviceaccount:schedscope:schedscope-sidecar"
+func checkRBAC(t *testing.T, r release) {
+	var (
+		scheduler = "system:serviceaccount:" + r.namespace + ":schedscope"
+		sidecar   = "system:serviceaccount:" + r.namespace + ":schedscope-sidecar"
 	)
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:schedscope", "system:authenticated"}
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + r.namespace, "system:authenticated"}
 	tests := []struct {
 		who   string
 		user  string
 		allow bool
 		authorizationv1.ResourceAttributes
 	}{
-		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "create", Group: "coordination.k8s.io", Resource: "leases"}},
-		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: "schedscope-scheduler"}},
-		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "schedscope-scheduler"}},
-		{"scheduler: only its own lease", scheduler, false, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "other-scheduler"}},
+		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"}},
+		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "get", Group: "coordination.k8s.io", Resource: "leases", Name: r.lease}},
+		{"scheduler: leader election", scheduler, true, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: r.lease}},
+		{"scheduler: only its own lease", scheduler, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "other-scheduler"}},
 		{"scheduler: binding", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "pods", Subresource: "binding"}},
 		{"scheduler: binding", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "bindings"}},
 		{"scheduler: status", scheduler, true, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "patch", Resource: "pods", Subresource: "status"}},
@@ -670,9 +886,9 @@ func checkRBAC(t *testing.T) {
 		{"sidecar: no binding", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "pods", Subresource: "binding"}},
 		{"sidecar: no binding", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "create", Resource: "bindings"}},
 		{"sidecar: no pod status", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "any", Verb: "patch", Resource: "pods", Subresource: "status"}},
-		{"sidecar: no leader election", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "schedscope-scheduler"}},
-		{"sidecar: no scheduler's token", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: "schedscope"}},
-		{"sidecar: no secrets", sidecar, false, authorizationv1.ResourceAttributes{Namespace: "schedscope", Verb: "get", Resource: "secrets"}},
+		{"sidecar: no leader election", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: r.lease}},
+		{"sidecar: no scheduler's token", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: "schedscope"}},
+		{"sidecar: no secrets", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "get", Resource: "secrets"}},
 	}
 	for _, tt := range tests {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: tt.user, Groups: groups, ResourceAttributes: &tt.ResourceAttributes}}
@@ -703,7 +919,7 @@ func TestDashboard(t *testing.T) {
 			} `json:"targets"`
 		} `json:"panels"`
 	}
-	if err := yaml.Unmarshal(repoFile(t, "manifests/grafana/schedscope-dashboard.json"), &dash); err != nil {
+	if err := yaml.Unmarshal(repoFile(t, "charts/schedscope/files/schedscope-dashboard.json"), &dash); err != nil {
 		t.Fatal(err)
 	}
 	documented := string(repoFile(t, "README.md")) + string(repoFile(t, "docs/sidecar.md"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,11 +14,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
@@ -152,12 +151,12 @@ func registerAPIService(t *testing.T) {
 	}
 }
 
-// explainReader is the ClusterRole the manifests grant callers of the API
+// explainReader is the ClusterRole the chart grants callers of the API
 // group through the kube-apiserver.
 const explainReader = "schedscope:explain-reader"
 
-// grantAPIGroup binds user viewer to the manifests' own explainReader role,
-// read from manifests/base/rbac.yaml, so the test proves that role enough.
+// grantAPIGroup binds user viewer to the chart's own explainReader role,
+// as the chart renders it, so the test proves that role enough.
 func grantAPIGroup(t *testing.T) {
 	t.Helper()
 	ensureExplainReader(t)
@@ -170,27 +169,30 @@ func grantAPIGroup(t *testing.T) {
 	}
 }
 
-// ensureExplainReader creates the manifests' explainReader ClusterRole, as
-// manifests/base/rbac.yaml has it, unless it exists.
+// ensureExplainReader creates the chart's explainReader ClusterRole, as
+// `helm template` renders it with the default values, unless it exists.
 func ensureExplainReader(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "manifests", "base", "rbac.yaml"))
+	data, err := framework.RenderChart("schedscope", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.DecodeYAML(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var role *rbacv1.ClusterRole
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var r rbacv1.ClusterRole
-		if err := yaml.Unmarshal([]byte(doc), &r); err != nil {
-			t.Fatalf("manifests/base/rbac.yaml: %v", err)
-		}
-		if r.Kind == "ClusterRole" && r.Name == explainReader {
-			role = &r
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && o.GetName() == explainReader {
+			role = &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, role); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if role == nil {
-		t.Fatalf("manifests/base/rbac.yaml has no ClusterRole %s", explainReader)
+		t.Fatalf("the chart renders no ClusterRole %s", explainReader)
 	}
 	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

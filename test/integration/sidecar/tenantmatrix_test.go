@@ -140,7 +140,7 @@ func TestTenantMatrix(t *testing.T) {
 }
 
 // serviceAccount creates a ServiceAccount in namespace ns, binds it to the
-// manifests' explain-reader role (so the apiserver lets it through to the
+// chart's explain-reader role (so the apiserver lets it through to the
 // sidecar) and to get and list pods in ns if pods, to list nodes if nodes,
 // and returns a token for it.
 func serviceAccount(t *testing.T, ns, name string, pods, nodes bool) string {

@@ -1,0 +1,60 @@
+{{/* Labels of every object. */}}
+{{- define "schedscope.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{ include "schedscope.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: schedscope
+{{- end }}
+
+{{/* Labels that select the pod. */}}
+{{- define "schedscope.selectorLabels" -}}
+app.kubernetes.io/name: schedscope
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* An image reference: pass (list $ .Values.scheduler.image). */}}
+{{- define "schedscope.image" -}}
+{{- $root := index . 0 -}}
+{{- printf "%s:%s" (index . 1).repository ($root.Values.image.tag | default $root.Chart.AppVersion) -}}
+{{- end }}
+
+{{/* The Service's DNS name, which the sidecar's certificate names. */}}
+{{- define "schedscope.sidecarHost" -}}
+schedscope-sidecar.{{ .Release.Namespace }}.svc
+{{- end }}
+
+{{/* The Secret holding the sidecar's serving certificate. */}}
+{{- define "schedscope.tlsSecret" -}}
+{{- if eq .Values.apiService.certificate.source "secret" -}}
+{{ required "apiService.certificate.secretName is required with source secret" .Values.apiService.certificate.secretName }}
+{{- else -}}
+schedscope-sidecar-tls
+{{- end -}}
+{{- end }}
+
+{{/* Fails on combinations of values that cannot work. */}}
+{{- define "schedscope.validate" -}}
+{{- $s := .Values.scheduler -}}
+{{- if and (gt (int $s.replicas) 1) (not $s.leaderElection.enabled) -}}
+{{- fail "scheduler.replicas > 1 needs scheduler.leaderElection.enabled: two active schedulers would bind the same pods" -}}
+{{- end -}}
+{{- if and .Values.sidecar.persistence.enabled (gt (int $s.replicas) 1) -}}
+{{- fail "sidecar.persistence.enabled needs scheduler.replicas 1: the database is one file on one claim, with one writer" -}}
+{{- end -}}
+{{- if and .Values.tracing.enabled (not .Values.tracing.endpoint) -}}
+{{- fail "tracing.enabled needs tracing.endpoint, the host:port of an OTLP gRPC receiver" -}}
+{{- end -}}
+{{- if and .Values.tracing.insecure .Values.tracing.tlsSecret -}}
+{{- fail "tracing.insecure is plain gRPC and excludes tracing.tlsSecret" -}}
+{{- end -}}
+{{- if and .Values.tracing.clientCertificate (not .Values.tracing.tlsSecret) -}}
+{{- fail "tracing.clientCertificate needs tracing.tlsSecret, the Secret holding tls.crt and tls.key" -}}
+{{- end -}}
+{{- if not (has .Values.apiService.certificate.source (list "generate" "certManager" "secret")) -}}
+{{- fail (printf "apiService.certificate.source %q: want generate, certManager or secret" .Values.apiService.certificate.source) -}}
+{{- end -}}
+{{- if and .Values.apiService.enabled (eq .Values.apiService.certificate.source "secret") (not .Values.apiService.certificate.caBundle) -}}
+{{- fail "apiService.certificate.source secret needs apiService.certificate.caBundle, the PEM of the CA that issued the Secret's certificate" -}}
+{{- end -}}
+{{- end }}

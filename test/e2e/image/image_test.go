@@ -1,0 +1,377 @@
+// Package image runs schedscope's OCI images, built by `make image`, with
+// podman against a real kube-apiserver, as the Helm chart deploys them:
+// the chart's objects applied, each container with the arguments, files,
+// read-only root and service account the chart renders. The scheduler
+// image schedules a pod; the sidecar image explains it through its API,
+// served with the certificate the APIService's caBundle verifies.
+package image
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/test/framework"
+)
+
+const (
+	// imagePrefix and imageTag name the images the test builds.
+	imagePrefix = "localhost/schedscope-test"
+	imageTag    = "test"
+	namespace   = "schedscope"
+	k8sVersion  = "v1.37.2"
+)
+
+// podman runs podman with the repository's containers.conf.
+func podman(args ...string) ([]byte, error) {
+	cmd := exec.Command("podman", args...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(framework.RepoRoot(), "hack", "podman", "containers.conf"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out, nil
+}
+
+// buildImages runs `make image` and returns the image of each container.
+func buildImages(t *testing.T) map[string]string {
+	t.Helper()
+	if _, err := exec.LookPath("podman"); err != nil {
+		t.Fatalf("podman is needed to build and run the images (apt-get install podman runc): %v", err)
+	}
+	start := time.Now()
+	cmd := exec.Command("make", "--no-print-directory", "image", "IMAGE_PREFIX="+imagePrefix, "IMAGE_TAG="+imageTag)
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
+	}
+	t.Logf("make image took %v", time.Since(start).Round(100*time.Millisecond))
+	return map[string]string{
+		"scheduler": imagePrefix + "/schedscope-scheduler:" + imageTag,
+		"sidecar":   imagePrefix + "/schedscope-sidecar:" + imageTag,
+	}
+}
+
+// imageInfo is what podman image inspect tells of an image.
+type imageInfo struct {
+	Size   int64
+	Config struct {
+		User       string
+		Entrypoint []string
+		Labels     map[string]string
+	}
+	Annotations map[string]string
+}
+
+// checkImage checks an image's user, labels and annotations, and that it
+// has no shell, and returns its size.
+func checkImage(t *testing.T, ref, binary string) int64 {
+	t.Helper()
+	out, err := podman("image", "inspect", ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var infos []imageInfo
+	if err := json.Unmarshal(out, &infos); err != nil || len(infos) != 1 {
+		t.Fatalf("podman image inspect %s: %v\n%s", ref, err, out)
+	}
+	info := infos[0]
+	if info.Config.User != "65532:65532" {
+		t.Errorf("%s runs as %q, want 65532:65532", ref, info.Config.User)
+	}
+	if want := "/" + binary; len(info.Config.Entrypoint) != 1 || info.Config.Entrypoint[0] != want {
+		t.Errorf("%s: entrypoint %q, want [%s]", ref, info.Config.Entrypoint, want)
+	}
+	for what, meta := range map[string]map[string]string{"label": info.Config.Labels, "annotation": info.Annotations} {
+		if meta["io.schedscope.kubernetes.version"] != k8sVersion || meta["org.opencontainers.image.version"] == "" || meta["org.opencontainers.image.title"] != binary {
+			t.Errorf("%s: %ss %v lack schedscope's version, title %s and Kubernetes version %s", ref, what, meta, binary, k8sVersion)
+		}
+	}
+	if out, err := podman("run", "--rm", "--entrypoint", "/bin/sh", ref, "-c", "true"); err == nil {
+		t.Errorf("%s has a shell: /bin/sh ran: %s", ref, out)
+	}
+	t.Logf("%s: %.1f MiB, user %s, version %s, Kubernetes %s", ref, float64(info.Size)/(1<<20), info.Config.User,
+		info.Config.Labels["org.opencontainers.image.version"], info.Config.Labels["io.schedscope.kubernetes.version"])
+	return info.Size
+}
+
+func TestImagesRunTheChart(t *testing.T) {
+	images := buildImages(t)
+	checkImage(t, images["scheduler"], "schedscope-scheduler")
+	checkImage(t, images["sidecar"], "schedscope-sidecar")
+
+	cp := framework.StartTestControlPlane(t)
+	ctx := context.Background()
+	ports := map[string]int{}
+	for _, p := range []string{"scheduler.securePort", "scheduler.recordStreamPort", "sidecar.securePort"} {
+		port, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[p] = port
+	}
+	var set []string
+	for p, port := range ports {
+		set = append(set, fmt.Sprintf("%s=%d", p, port))
+	}
+	rendered, err := framework.RenderChart(namespace, nil, set...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := framework.DecodeYAML(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applier, err := cp.NewApplier("schedscope-image-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if _, err := applier.Apply(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		byName[o.GetKind()+"/"+o.GetName()] = o
+	}
+	d := byName["Deployment/schedscope"]
+	if d == nil {
+		t.Fatal("the chart renders no Deployment schedscope")
+	}
+	tmpl, _, _ := unstructured.NestedMap(d.Object, "spec", "template")
+	var deploy corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &deploy); err != nil {
+		t.Fatal(err)
+	}
+
+	host := &kubelet{t: t, cp: cp, objs: byName, dir: t.TempDir(), pod: deploy.Spec}
+	for _, c := range deploy.Spec.Containers {
+		host.run(c, images[c.Name])
+	}
+
+	// The sidecar serves the certificate the APIService's caBundle verifies.
+	caBundle, _, _ := unstructured.NestedString(byName["APIService/v1alpha1.schedscope.io"].Object, "spec", "caBundle")
+	ca, err := base64.StdEncoding.DecodeString(caBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatal("the APIService's caBundle holds no certificate")
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: "schedscope-sidecar." + namespace + ".svc",
+	}}}
+	sidecarURL := fmt.Sprintf("https://127.0.0.1:%d", ports["sidecar.securePort"])
+
+	// A node and a pod for the scheduler's first profile.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "image-node", Labels: map[string]string{corev1.LabelHostname: "image-node"}}}
+	if err := framework.CreateNode(ctx, cp.Client, node, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.CreatePods(ctx, cp.Client, "demo", "schedscope", 1, func(int) string { return "web" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.WaitForBound(ctx, cp.Client, "demo", 1, 60*time.Second); err != nil {
+		host.logs()
+		t.Fatalf("the scheduler image did not bind the pod: %v", err)
+	}
+
+	// The sidecar explains it, to the admin, through its API.
+	var exp v1alpha1.Explanation
+	path := v1alpha1.Prefix + "namespaces/demo/pods/web/explain"
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sidecarURL+path, nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Authorization", "Bearer "+cp.Config.BearerToken)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Logf("GET %s: %v", path, err)
+			return false, nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
+			return false, nil
+		}
+		return true, json.Unmarshal(body, &exp)
+	})
+	if err != nil {
+		host.logs()
+		t.Fatalf("the sidecar image did not explain demo/web: %v", err)
+	}
+	if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
+		t.Errorf("explanation of demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", exp.Result, exp.SelectedNode, exp.Profile)
+	}
+	t.Logf("sidecar explains demo/web over TLS verified by the APIService's caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",
+		exp.Attempt, exp.Result, exp.SelectedNode, exp.Profile, exp.Nodes.Evaluated, exp.Nodes.Feasible)
+}
+
+// kubelet runs the pod's containers with podman as a kubelet would: their
+// volumes made from the applied objects, their service account's token
+// where in-cluster clients read it, the API server as the in-cluster
+// service address.
+type kubelet struct {
+	t          *testing.T
+	cp         *framework.ControlPlane
+	objs       map[string]*unstructured.Unstructured
+	dir        string
+	pod        corev1.PodSpec
+	containers []string
+}
+
+// run starts container c from image.
+func (k *kubelet) run(c corev1.Container, image string) {
+	t := k.t
+	name := fmt.Sprintf("schedscope-test-%s-%d", c.Name, time.Now().UnixNano())
+	host := strings.TrimPrefix(k.cp.Config.Host, "https://")
+	apiHost, apiPort, _ := strings.Cut(host, ":")
+	args := []string{"run", "--detach", "--name", name, "--network=host",
+		"--cap-drop=ALL", "--security-opt=no-new-privileges",
+		"--env", "KUBERNETES_SERVICE_HOST=" + apiHost, "--env", "KUBERNETES_SERVICE_PORT=" + apiPort}
+	if sc := c.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		args = append(args, "--read-only")
+	}
+	for _, m := range c.VolumeMounts {
+		dir := k.volume(c.Name, m.Name)
+		opt := dir + ":" + m.MountPath
+		if m.ReadOnly {
+			opt += ":ro"
+		}
+		args = append(args, "--volume", opt)
+	}
+	args = append(args, image)
+	args = append(args, c.Args...)
+	if _, err := podman(args...); err != nil {
+		t.Fatal(err)
+	}
+	k.containers = append(k.containers, name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			k.logs()
+		}
+		_, _ = podman("rm", "--force", name)
+	})
+	t.Logf("podman run %s %s", image, strings.Join(c.Args, " "))
+}
+
+// logs logs every container's output.
+func (k *kubelet) logs() {
+	for _, name := range k.containers {
+		out, _ := exec.Command("podman", "logs", "--tail", "40", name).CombinedOutput()
+		k.t.Logf("podman logs %s:\n%s", name, out)
+	}
+}
+
+// volume makes the pod's volume name for container on the host and
+// returns its directory.
+func (k *kubelet) volume(container, name string) string {
+	t := k.t
+	dir := filepath.Join(k.dir, container, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var v *corev1.Volume
+	for i := range k.pod.Volumes {
+		if k.pod.Volumes[i].Name == name {
+			v = &k.pod.Volumes[i]
+		}
+	}
+	if v == nil {
+		t.Fatalf("container %s mounts volume %s, which the pod does not have", container, name)
+	}
+	files := map[string]string{}
+	switch {
+	case v.EmptyDir != nil, v.PersistentVolumeClaim != nil:
+		// Writable by the images' user.
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	case v.ConfigMap != nil:
+		cm := k.objs["ConfigMap/"+v.ConfigMap.Name]
+		if cm == nil {
+			t.Fatalf("volume %s: the chart renders no ConfigMap %s", name, v.ConfigMap.Name)
+		}
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+		files = data
+	case v.Secret != nil && v.Secret.SecretName == "schedscope-sidecar-tls":
+		s := k.objs["Secret/"+v.Secret.SecretName]
+		if s == nil {
+			t.Fatalf("volume %s: the chart renders no Secret %s", name, v.Secret.SecretName)
+		}
+		data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+		for key, b64 := range data {
+			b, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[key] = string(b)
+		}
+	case v.Secret != nil:
+		// A service account token Secret, which the token controller fills.
+		s := k.objs["Secret/"+v.Secret.SecretName]
+		if s == nil || s.GetAnnotations()[corev1.ServiceAccountNameKey] == "" {
+			t.Fatalf("volume %s: Secret %s is not a service account token the chart renders", name, v.Secret.SecretName)
+		}
+		files = k.credentials(s.GetAnnotations()[corev1.ServiceAccountNameKey])
+	case v.Projected != nil:
+		// The pod's service account token, as the kubelet projects it.
+		files = k.credentials(k.pod.ServiceAccountName)
+	default:
+		t.Fatalf("volume %s: a kind of volume the test cannot make", name)
+	}
+	for file, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// credentials returns what a service account's token volume holds: a
+// token of it, the API server's CA and the namespace.
+func (k *kubelet) credentials(serviceAccount string) map[string]string {
+	t := k.t
+	tr, err := k.cp.Client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), serviceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of %s/%s: %v", namespace, serviceAccount, err)
+	}
+	ca, err := os.ReadFile(filepath.Join(k.cp.Dir, "apiserver-certs", "apiserver.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"token": tr.Status.Token, "ca.crt": string(ca), "namespace": namespace}
+}
