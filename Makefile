@@ -116,6 +116,8 @@ image: ## Build the scheduler's and the sidecar's OCI images with podman (Contai
 			-t $(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG) $(IMAGE_OUT) >/dev/null || exit 1; \
 		echo "$(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG)"; \
 	done
+	@# The images these tags named before, now untagged.
+	@$(PODMAN) image prune --force --filter label=org.opencontainers.image.source=https://github.com/schedscope/schedscope >/dev/null
 
 .PHONY: generate
 generate: ## Regenerate the plugin shapes of the framework-equivalence test.

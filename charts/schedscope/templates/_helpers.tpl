@@ -33,7 +33,7 @@ schedscope-sidecar-tls
 {{- end -}}
 {{- end }}
 
-{{/* Fails on combinations of values that cannot work. */}}
+{{/* Fails on combinations of values that cannot work; values.schema.json checks each value alone. */}}
 {{- define "schedscope.validate" -}}
 {{- $s := .Values.scheduler -}}
 {{- if and (gt (int $s.replicas) 1) (not $s.leaderElection.enabled) -}}
@@ -50,9 +50,6 @@ schedscope-sidecar-tls
 {{- end -}}
 {{- if and .Values.tracing.clientCertificate (not .Values.tracing.tlsSecret) -}}
 {{- fail "tracing.clientCertificate needs tracing.tlsSecret, the Secret holding tls.crt and tls.key" -}}
-{{- end -}}
-{{- if not (has .Values.apiService.certificate.source (list "generate" "certManager" "secret")) -}}
-{{- fail (printf "apiService.certificate.source %q: want generate, certManager or secret" .Values.apiService.certificate.source) -}}
 {{- end -}}
 {{- if and .Values.apiService.enabled (eq .Values.apiService.certificate.source "secret") (not .Values.apiService.certificate.caBundle) -}}
 {{- fail "apiService.certificate.source secret needs apiService.certificate.caBundle, the PEM of the CA that issued the Secret's certificate" -}}

@@ -145,8 +145,9 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestInvalidValues checks that values that cannot work fail to render
-// with a message naming them.
+// TestInvalidValues checks that values that cannot work, alone
+// (values.schema.json) or together (the templates), fail to render with a
+// message naming them.
 func TestInvalidValues(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -158,7 +159,10 @@ func TestInvalidValues(t *testing.T) {
 		{"tracing without endpoint", []string{"tracing.enabled=true"}, "tracing.enabled needs tracing.endpoint"},
 		{"plain and TLS tracing", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.insecure=true", "tracing.tlsSecret=ca"}, "tracing.insecure is plain gRPC and excludes tracing.tlsSecret"},
 		{"client certificate without Secret", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.clientCertificate=true"}, "tracing.clientCertificate needs tracing.tlsSecret"},
-		{"unknown certificate source", []string{"apiService.certificate.source=insecure"}, `apiService.certificate.source "insecure": want generate, certManager or secret`},
+		{"unknown certificate source", []string{"apiService.certificate.source=insecure"}, "at '/apiService/certificate/source': value must be one of 'generate', 'certManager', 'secret'"},
+		{"misspelt value", []string{"schedular.replicas=2"}, "additional properties 'schedular' not allowed"},
+		{"value of the wrong type", []string{"scheduler.replicas=two"}, "at '/scheduler/replicas': got string, want integer"},
+		{"flag without dashes", []string{"scheduler.extraArgs={record-buffer-size=4000}"}, "at '/scheduler/extraArgs/0'"},
 		{"secret without its CA", []string{"apiService.certificate.source=secret", "apiService.certificate.secretName=x"}, "needs apiService.certificate.caBundle"},
 		{"secret without a name", []string{"apiService.certificate.source=secret", "apiService.certificate.caBundle=x"}, "apiService.certificate.secretName is required"},
 	}
