@@ -229,7 +229,7 @@ func TestSidecarArgs(t *testing.T) {
 		t.Fatalf("sidecar.args: %v", err)
 	}
 	// Validate checks that the database directory exists: point it at one.
-	o.DBPath = filepath.Join(t.TempDir(), "records.db")
+	o.Store = "sqlite://" + filepath.Join(t.TempDir(), "records.db")
 	if err := o.Validate(); err != nil {
 		t.Errorf("sidecar.args: %v", err)
 	}

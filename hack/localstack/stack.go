@@ -303,7 +303,7 @@ func (s *stack) startSidecar(ctx context.Context) error {
 	s.sidecarURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 	args := []string{
 		"--stream-url", s.sched.StreamURL,
-		"--db-path", filepath.Join(s.dir, "records.db"),
+		"--store", "sqlite://" + filepath.Join(s.dir, "records.db"),
 		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
 		"--kubeconfig", s.cp.Kubeconfig,
 		"--authentication-kubeconfig", s.cp.Kubeconfig,

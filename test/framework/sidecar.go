@@ -30,7 +30,7 @@ func (cp *ControlPlane) StartSidecar(ctx context.Context, name string, sched *Sc
 	}
 	args := append([]string{
 		"--stream-url", sched.StreamURL,
-		"--db-path", filepath.Join(cp.Dir, name+".db"),
+		"--store", "sqlite://" + filepath.Join(cp.Dir, name+".db"),
 		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port), "--cert-dir", filepath.Join(cp.Dir, name+"-certs"),
 		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
 		"--scheduler-health-url", sched.HealthURL,

@@ -23,6 +23,7 @@ const (
 	DefaultStreamURL     = "http://127.0.0.1:10262/v1/records"
 	DefaultSecurePort    = 10263
 	DefaultSchedulerBase = "https://127.0.0.1:10259"
+	DefaultStore         = "sqlite:///var/lib/schedscope/records.db"
 )
 
 // Options are the sidecar's options.
@@ -35,7 +36,10 @@ type Options struct {
 	// StreamCAFile verifies an https stream's certificate; empty means the
 	// system roots.
 	StreamCAFile string
-	// DBPath is the SQLite database file.
+	// Store is where the records are kept: sqlite:///PATH (a SQLite
+	// database file) or a postgres:// URL.
+	Store string
+	// DBPath is the deprecated --db-path: --store=sqlite:///DBPath.
 	DBPath    string
 	Retention store.Retention
 	// PruneInterval is how often retention is applied.
@@ -66,7 +70,7 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		StreamURL:          DefaultStreamURL,
-		DBPath:             "/var/lib/schedscope/records.db",
+		Store:              DefaultStore,
 		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxAttemptsPerNamespace: 100_000, MaxDiskBytes: 2 << 30},
 		PruneInterval:      time.Minute,
 		SchedulerHealthURL: DefaultSchedulerBase + "/healthz",
@@ -92,7 +96,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.StreamURL, "stream-url", o.StreamURL, "The scheduler's decision record stream.")
 	fs.StringVar(&o.StreamTokenFile, "stream-token-file", o.StreamTokenFile, "File holding a bearer token sent to the record stream, read again on each (re)connection so that a rotated token is used; in a pod, /var/run/secrets/kubernetes.io/serviceaccount/token. Needs an https --stream-url. Empty sends none.")
 	fs.StringVar(&o.StreamCAFile, "stream-ca-file", o.StreamCAFile, "CA bundle (PEM) verifying the certificate of an https --stream-url; empty means the system roots.")
-	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; created if missing.")
+	fs.StringVar(&o.Store, "store", o.Store, "Where the records are kept: sqlite:///PATH, a SQLite database file created if missing (its directory must exist), or a PostgreSQL URL postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full (libpq's parameters; the password from the PGPASSWORD environment variable or a .pgpass file, not the URL, so that it stays out of the process list), which several sidecars and API servers may share.")
+	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; the same as --store=sqlite:///PATH.")
+	_ = fs.MarkDeprecated("db-path", "use --store=sqlite:///PATH")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
 	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
 	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest, so that no namespace's retries push the others' history out; 0 means no bound.")
@@ -142,7 +148,8 @@ func validateURL(flag, raw string, allowEmpty bool) error {
 	return nil
 }
 
-// Validate checks the options; every error names its flag.
+// Validate checks the options, every error naming its flag, and turns a
+// --db-path into its --store.
 func (o *Options) Validate() error {
 	var errs []error
 	for _, u := range []struct {
@@ -171,12 +178,17 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--stream-ca-file: %w", err))
 		}
 	}
-	if o.DBPath == "" {
-		errs = append(errs, errors.New("--db-path is required"))
-	} else if fi, err := os.Stat(filepath.Dir(o.DBPath)); err != nil {
-		errs = append(errs, fmt.Errorf("--db-path %q: its directory: %w", o.DBPath, err))
-	} else if !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--db-path %q: %s is not a directory", o.DBPath, filepath.Dir(o.DBPath)))
+	if o.DBPath != "" {
+		if o.Store != DefaultStore {
+			errs = append(errs, errors.New("--db-path is the old form of --store=sqlite:///PATH: give only --store"))
+		} else if path, err := filepath.Abs(o.DBPath); err != nil {
+			errs = append(errs, fmt.Errorf("--db-path %q: %w", o.DBPath, err))
+		} else {
+			o.Store = "sqlite://" + path
+		}
+	}
+	if _, err := parseStore(o.Store); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Retention.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-age %v must not be negative", o.Retention.MaxAge))

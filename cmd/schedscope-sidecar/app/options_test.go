@@ -11,7 +11,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	dir := t.TempDir()
-	base := []string{"--db-path=" + filepath.Join(dir, "records.db")}
+	base := []string{"--store=sqlite://" + filepath.Join(dir, "records.db")}
 	tokenFile, caFile := filepath.Join(dir, "stream-token"), filepath.Join(dir, "stream-ca.crt")
 	for _, f := range []string{tokenFile, caFile} {
 		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
@@ -31,7 +31,12 @@ func TestValidate(t *testing.T) {
 		{name: "stream token over http", args: []string{"--stream-token-file=" + tokenFile}, wantErr: []string{"--stream-token-file: a token is sent over https only", "is not https"}},
 		{name: "stream token file missing", args: []string{httpsStream, "--stream-token-file=" + filepath.Join(dir, "nope")}, wantErr: []string{"--stream-token-file"}},
 		{name: "stream ca file missing", args: []string{httpsStream, "--stream-ca-file=" + filepath.Join(dir, "nope")}, wantErr: []string{"--stream-ca-file"}},
-		{name: "db dir missing", args: []string{"--db-path=" + filepath.Join(dir, "nope", "db")}, wantErr: []string{"--db-path"}},
+		{name: "db dir missing", args: []string{"--store=sqlite://" + filepath.Join(dir, "nope", "db")}, wantErr: []string{"--store", "its directory"}},
+		{name: "sqlite path relative", args: []string{"--store=sqlite://records.db"}, wantErr: []string{"a SQLite store is sqlite:///ABSOLUTE/PATH"}},
+		{name: "store scheme", args: []string{"--store=mysql://db/records"}, wantErr: []string{"--store", "the scheme must be sqlite or postgres"}},
+		{name: "postgres", args: []string{"--store=postgres://schedscope@db.example:5432/schedscope?sslmode=verify-full"}},
+		{name: "postgres url hides its password", args: []string{"--store=postgres://u:secret@db.example/x?sslmode=sometimes"}, wantErr: []string{"not a PostgreSQL connection URL", "u:xxxxx@"}},
+		{name: "both store flags", args: []string{"--store=postgres://db.example/x", "--db-path=" + filepath.Join(dir, "records.db")}, wantErr: []string{"--db-path is the old form of --store=sqlite:///PATH"}},
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
 		{name: "zero interval", args: []string{"--retention-interval=0s"}, wantErr: []string{"--retention-interval"}},
@@ -70,6 +75,26 @@ func TestValidate(t *testing.T) {
 					t.Errorf("error %q does not name %s", err, w)
 				}
 			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q repeats a password", err)
+			}
 		})
+	}
+}
+
+// TestDBPathIsStore: the deprecated --db-path still names a SQLite store.
+func TestDBPathIsStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "records.db")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--db-path=" + path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "sqlite://" + path; o.Store != want {
+		t.Errorf("--store %q, want %q", o.Store, want)
 	}
 }

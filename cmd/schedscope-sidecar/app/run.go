@@ -31,7 +31,6 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/podcheck"
 	"github.com/schedscope/schedscope/pkg/sidecar/probe"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
-	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 	"github.com/schedscope/schedscope/pkg/sidecar/web"
 )
 
@@ -68,7 +67,7 @@ func (o *Options) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	st, err := sqlite.Open(ctx, o.DBPath, o.Retention)
+	st, err := o.openStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -113,7 +112,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
-	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "stream", o.StreamURL, "db", o.DBPath)
+	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "stream", o.StreamURL, "store", storeDisplay(o.Store))
 
 	done := make(chan struct{})
 	go func() {

@@ -24,6 +24,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/stream"
+	"github.com/schedscope/schedscope/test/pgserver"
 )
 
 // fakeAPIServer answers TokenReviews (token "alice-token" is alice) and
@@ -89,7 +90,25 @@ func (f *fakeAPIServer) asked() []string {
 // TestRun starts the sidecar as the command does, with delegated
 // authentication and authorization against a fake apiserver, following a
 // real record stream, and checks what a caller sees.
+// TestRun runs the sidecar on each store: records arrive through the
+// stream and are explained to callers the apiserver allows.
 func TestRun(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testRun(t, nil) })
+	t.Run("postgres", func(t *testing.T) {
+		server, err := pgserver.Start(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		url, err := server.CreateDatabase(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		testRun(t, func(o *Options) { o.Store = url })
+	})
+}
+
+func testRun(t *testing.T, configure func(*Options)) {
 	dir := t.TempDir()
 	apiserver := &fakeAPIServer{}
 	apiSrv := httptest.NewTLSServer(apiserver)
@@ -119,7 +138,7 @@ current-context: x
 	streamSrv := httptest.NewServer(stream.NewServer(buf, time.Second))
 	t.Cleanup(streamSrv.Close)
 
-	ln := runSidecar(t, streamSrv.URL+stream.Path, dir, kubeconfig, nil)
+	ln := runSidecar(t, streamSrv.URL+stream.Path, dir, kubeconfig, configure)
 
 	base := "https://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
@@ -287,7 +306,7 @@ func runSidecar(t *testing.T, streamURL, dir, kubeconfig string, configure func(
 	}
 	o := NewOptions()
 	o.StreamURL = streamURL
-	o.DBPath = filepath.Join(dir, "records.db")
+	o.Store = "sqlite://" + filepath.Join(dir, "records.db")
 	o.SchedulerHealthURL, o.SchedulerReadyURL = "", ""
 	o.ClusterHealth = false
 	o.SecureServing.Listener = ln

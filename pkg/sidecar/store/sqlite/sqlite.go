@@ -2,23 +2,17 @@ package sqlite
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
@@ -156,7 +150,7 @@ func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 // Append implements store.Writer.
 func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
 	// Encode outside the lock and the transaction: it is the expensive part.
-	rows, err := encodeRows(cursor.Epoch, records)
+	rows, err := store.EncodeRows(cursor.Epoch, records)
 	if err != nil {
 		return err
 	}
@@ -184,78 +178,6 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 		return fmt.Errorf("committing %d records: %w", len(rows), err)
 	}
 	return nil
-}
-
-// row is a record encoded for its tables.
-type row struct {
-	a        *record.Attempt
-	summary  []byte
-	data     []byte
-	finished int64
-	rejected []rejectionRow
-	// signature identifies an unschedulable outcome, for folding its
-	// repeats; nil for other results.
-	signature []byte
-}
-
-// encodeRows encodes records for their tables, spread over the CPUs:
-// encoding a large record costs milliseconds.
-func encodeRows(epoch string, records []store.Record) ([]row, error) {
-	rows := make([]row, len(records))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, r := range records {
-		g.Go(func() (err error) {
-			rows[i], err = encodeRow(epoch, r)
-			return err
-		})
-	}
-	return rows, g.Wait()
-}
-
-func encodeRow(epoch string, r store.Record) (row, error) {
-	a := r.Attempt
-	var data []byte
-	if r.JSON != nil {
-		data = compress(r.JSON)
-	} else {
-		var err error
-		if data, err = encodeAttempt(a); err != nil {
-			return row{}, err
-		}
-	}
-	sum := store.Summarize(a, epoch)
-	sum.StoredBytes = len(data)
-	summary, err := json.Marshal(sum)
-	if err != nil {
-		return row{}, fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
-	}
-	sig, err := outcomeSignature(a)
-	if err != nil {
-		return row{}, fmt.Errorf("signing the outcome of record %d: %w", a.Seq, err)
-	}
-	return row{a: a, summary: summary, data: data, finished: sum.Finished.UnixNano(), rejected: rejectionRows(a), signature: sig}, nil
-}
-
-// outcomeSignature identifies an unschedulable attempt's outcome: the
-// result, message, failing point, nominated node, node counts and every
-// plugin's rejections (nodes and reasons). Timings, numbers and traces are
-// left out: two attempts with one signature differ in nothing else a
-// reader asks about. It is nil for attempts that were not unschedulable.
-func outcomeSignature(a *record.Attempt) ([]byte, error) {
-	if a.Result != record.ResultUnschedulable {
-		return nil, nil
-	}
-	b, err := json.Marshal(struct {
-		Profile, Message, FailedPoint, NominatedNode string
-		Nodes                                        record.NodeCounts
-		Rejections                                   []record.PluginRejections
-	}{a.Profile, a.Message, a.FailedPoint, a.NominatedNode, a.Nodes, a.RejectionsByPlugin()})
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(b)
-	return sum[:], nil
 }
 
 // inserts are the statements that store a record.
@@ -321,13 +243,13 @@ func (ins *inserts) close() {
 // insert stores a record, its pod and its rejections; a record already
 // stored is left alone, and a repeat of the pod's latest unschedulable
 // outcome is folded into it.
-func (ins *inserts) insert(ctx context.Context, epoch string, r row) error {
-	a := r.a
+func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error {
+	a := r.Attempt
 	if folded, err := ins.foldRepeat(ctx, epoch, r); folded || err != nil {
 		return err
 	}
 	res, err := ins.attempt.ExecContext(ctx, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
-		a.Attempt, string(a.Result), r.finished, len(r.data), string(r.summary), r.data, r.signature)
+		a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
 	if err != nil {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
 	}
@@ -338,17 +260,17 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r row) error {
 	if err != nil {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
 	}
-	if _, err := ins.pod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.finished, id, r.finished, string(a.Result)); err != nil {
+	if _, err := ins.pod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
 		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
 	}
 	return ins.indexRejections(ctx, id, r)
 }
 
 // indexRejections stores the rejections of r's attempt under attempt id.
-func (ins *inserts) indexRejections(ctx context.Context, id int64, r row) error {
-	for _, rj := range r.rejected {
-		if _, err := ins.rejection.ExecContext(ctx, id, r.finished, r.a.Pod.Namespace, rj.plugin, rj.nodes, rj.names); err != nil {
-			return fmt.Errorf("indexing rejections of record %d: %w", r.a.Seq, err)
+func (ins *inserts) indexRejections(ctx context.Context, id int64, r store.Row) error {
+	for _, rj := range r.Rejected {
+		if _, err := ins.rejection.ExecContext(ctx, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names); err != nil {
+			return fmt.Errorf("indexing rejections of record %d: %w", r.Attempt.Seq, err)
 		}
 	}
 	return nil
@@ -360,13 +282,13 @@ func (ins *inserts) indexRejections(ctx context.Context, id int64, r row) error 
 // and r's rejections are indexed (they count in the rejection totals).
 // A repeat already folded is left alone. folded is false when r is not a
 // repeat.
-func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r row) (folded bool, err error) {
-	if r.signature == nil {
+func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (folded bool, err error) {
+	if r.Signature == nil {
 		return false, nil
 	}
 	var before int
-	if err := ins.folded.QueryRowContext(ctx, r.a.Pod.UID, epoch, int64(r.a.Seq), int64(r.a.Seq)).Scan(&before); err != nil {
-		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.a.Seq, err)
+	if err := ins.folded.QueryRowContext(ctx, r.Attempt.Pod.UID, epoch, int64(r.Attempt.Seq), int64(r.Attempt.Seq)).Scan(&before); err != nil {
+		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.Attempt.Seq, err)
 	}
 	if before > 0 {
 		return true, nil // folded before
@@ -375,24 +297,24 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r row) (folded
 	var latestEpoch string
 	var seq, lastSeq uint64
 	var sig []byte
-	err = ins.latest.QueryRowContext(ctx, r.a.Pod.UID).Scan(&id, &latestEpoch, &seq, &lastSeq, &sig)
+	err = ins.latest.QueryRowContext(ctx, r.Attempt.Pod.UID).Scan(&id, &latestEpoch, &seq, &lastSeq, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading the latest attempt of pod %s: %w", r.a.Pod.UID, err)
+		return false, fmt.Errorf("reading the latest attempt of pod %s: %w", r.Attempt.Pod.UID, err)
 	}
-	if latestEpoch != epoch || !bytes.Equal(sig, r.signature) {
+	if latestEpoch != epoch || !bytes.Equal(sig, r.Signature) {
 		return false, nil
 	}
-	if r.a.Seq <= max(seq, lastSeq) {
+	if r.Attempt.Seq <= max(seq, lastSeq) {
 		return true, nil // already stored or folded
 	}
-	if _, err := ins.fold.ExecContext(ctx, r.a.Attempt, int64(r.a.Seq), r.finished, id); err != nil {
-		return false, fmt.Errorf("folding record %d: %w", r.a.Seq, err)
+	if _, err := ins.fold.ExecContext(ctx, r.Attempt.Attempt, int64(r.Attempt.Seq), r.Finished, id); err != nil {
+		return false, fmt.Errorf("folding record %d: %w", r.Attempt.Seq, err)
 	}
-	if _, err := ins.touch.ExecContext(ctx, r.finished, r.a.Pod.UID); err != nil {
-		return false, fmt.Errorf("indexing pod of record %d: %w", r.a.Seq, err)
+	if _, err := ins.touch.ExecContext(ctx, r.Finished, r.Attempt.Pod.UID); err != nil {
+		return false, fmt.Errorf("indexing pod of record %d: %w", r.Attempt.Seq, err)
 	}
 	return true, ins.indexRejections(ctx, id, r)
 }
@@ -410,20 +332,6 @@ func putCursor(ctx context.Context, tx *sql.Tx, cursor v1alpha1.Cursor) error {
 		}
 	}
 	return nil
-}
-
-type rejectionRow struct {
-	plugin string
-	nodes  int
-	names  []byte
-}
-
-func rejectionRows(a *record.Attempt) []rejectionRow {
-	var rows []rejectionRow
-	for _, r := range a.RejectionsByPlugin() {
-		rows = append(rows, rejectionRow{plugin: r.Plugin, nodes: len(r.Nodes), names: encodeNodes(r.Nodes)})
-	}
-	return rows
 }
 
 func podWhere(pod store.PodSelector) (string, []any, error) {
@@ -471,21 +379,14 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 // foldedSummary is an attempt's stored summary and the repeats folded
 // into it.
 type foldedSummary struct {
-	summary      string
+	summary      []byte
 	repeats      int
 	lastAttempt  int
 	lastFinished int64
 }
 
 func (f foldedSummary) decode() (v1alpha1.AttemptSummary, error) {
-	var sum v1alpha1.AttemptSummary
-	if err := json.Unmarshal([]byte(f.summary), &sum); err != nil {
-		return sum, fmt.Errorf("decoding attempt summary: %w", err)
-	}
-	if f.repeats > 0 {
-		sum.Repeats, sum.LastAttempt, sum.LastFinished = f.repeats, f.lastAttempt, time.Unix(0, f.lastFinished).UTC()
-	}
-	return sum, nil
+	return store.DecodeSummary(f.summary, f.repeats, f.lastAttempt, f.lastFinished)
 }
 
 // Attempt implements store.Reader.
@@ -508,7 +409,7 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 		}
 		return nil, fmt.Errorf("reading attempt: %w", err)
 	}
-	return decodeAttempt(data)
+	return store.DecodeAttempt(data)
 }
 
 func inNamespaces(column string, namespaces []string) (string, []any) {
@@ -586,46 +487,28 @@ func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
 
 // Rejections implements store.Reader.
 func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1alpha1.RejectionCount, error) {
-	if rq.Step > 0 && rq.Buckets() == 0 {
-		return nil, fmt.Errorf("a step needs a window: since %v, until %v", rq.Since, rq.Until)
+	t, err := store.NewTally(rq)
+	if err != nil {
+		return nil, err
+	}
+	names := "NULL"
+	if rq.By == v1alpha1.ByNode {
+		names = "node_names"
 	}
 	where, args := rejectionWhere(rq)
-	t := &tally{q: rq, buckets: rq.Buckets(), counts: map[string]*keyCount{}}
-	var err error
-	switch rq.By {
-	case v1alpha1.ByPlugin:
-		// One row per attempt and plugin.
-		err = s.scan(ctx, `SELECT plugin, finished, nodes FROM rejections`+where, args, func(rows *sql.Rows) error {
-			var plugin string
-			var finished, nodes int64
-			if err := rows.Scan(&plugin, &finished, &nodes); err != nil {
-				return err
-			}
-			t.add(plugin, "", finished, nodes)
-			return nil
-		})
-	case v1alpha1.ByNode:
-		err = s.scan(ctx, `SELECT plugin, finished, node_names FROM rejections`+where, args, func(rows *sql.Rows) error {
-			var plugin string
-			var finished int64
-			var names []byte
-			if err := rows.Scan(&plugin, &finished, &names); err != nil {
-				return err
-			}
-			nodes, err := decodeNodes(names)
-			for _, n := range nodes {
-				// A node gets one verdict per attempt.
-				t.add(n, plugin, finished, 1)
-			}
+	err = s.scan(ctx, `SELECT plugin, finished, nodes, `+names+` FROM rejections`+where, args, func(rows *sql.Rows) error {
+		var plugin string
+		var finished, nodes int64
+		var names []byte
+		if err := rows.Scan(&plugin, &finished, &nodes, &names); err != nil {
 			return err
-		})
-	default:
-		return nil, fmt.Errorf("unknown grouping %q", rq.By)
-	}
+		}
+		return t.AddRow(plugin, finished, nodes, names)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("counting rejections: %w", err)
 	}
-	return t.result(), nil
+	return t.Result(), nil
 }
 
 // rejectionWhere is the WHERE clause of a rejection query.
@@ -657,74 +540,6 @@ func (s *Store) scan(ctx context.Context, query string, args []any, row func(*sq
 		}
 	}
 	return rows.Err()
-}
-
-// tally counts rejections by key. Time buckets are kept sparse and laid out
-// only for the keys the query's limit keeps: a pod rejected on thousands of
-// nodes does not cost a series per node.
-type tally struct {
-	q       store.RejectionQuery
-	buckets int
-	counts  map[string]*keyCount
-}
-
-type keyCount struct {
-	v1alpha1.RejectionCount
-	// inBucket holds the attempts and nodes counted in each bucket.
-	inBucket map[int][2]int64
-}
-
-// add counts one attempt that rejected nodes under key; plugin, when set,
-// is counted in the key's Plugins.
-func (t *tally) add(key, plugin string, finished, nodes int64) {
-	c := t.counts[key]
-	if c == nil {
-		c = &keyCount{RejectionCount: v1alpha1.RejectionCount{Key: key}}
-		t.counts[key] = c
-	}
-	c.Attempts++
-	c.Nodes += nodes
-	if plugin != "" {
-		if c.Plugins == nil {
-			c.Plugins = map[string]int64{}
-		}
-		c.Plugins[plugin] += nodes
-	}
-	if t.buckets > 0 {
-		if c.inBucket == nil {
-			c.inBucket = map[int][2]int64{}
-		}
-		b := min(int((finished-t.q.Since.UnixNano())/int64(t.q.Step)), t.buckets-1)
-		n := c.inBucket[b]
-		c.inBucket[b] = [2]int64{n[0] + 1, n[1] + nodes}
-	}
-}
-
-// result returns the counts, most nodes first, up to the query's limit.
-func (t *tally) result() []v1alpha1.RejectionCount {
-	kept := make([]*keyCount, 0, len(t.counts))
-	for _, c := range t.counts {
-		kept = append(kept, c)
-	}
-	slices.SortFunc(kept, func(a, b *keyCount) int {
-		return cmp.Or(cmp.Compare(b.Nodes, a.Nodes), strings.Compare(a.Key, b.Key))
-	})
-	if t.q.Limit > 0 && len(kept) > t.q.Limit {
-		kept = kept[:t.q.Limit]
-	}
-	out := make([]v1alpha1.RejectionCount, len(kept))
-	for i, c := range kept {
-		out[i] = c.RejectionCount
-		if t.buckets == 0 {
-			continue
-		}
-		out[i].Series = make([]v1alpha1.RejectionBucket, t.buckets)
-		for b := range out[i].Series {
-			n := c.inBucket[b]
-			out[i].Series[b] = v1alpha1.RejectionBucket{Start: t.q.Since.Add(time.Duration(b) * t.q.Step).UTC(), Attempts: n[0], Nodes: n[1]}
-		}
-	}
-	return out
 }
 
 // Stats implements store.Reader.

@@ -67,14 +67,3 @@ func TestFileAndStats(t *testing.T) {
 		t.Errorf("Stats().DiskBytes = %d, the files hold %d", st.DiskBytes, onDisk)
 	}
 }
-
-// TestDecodeRejectsCorruptRecords checks that stored bytes that are not a
-// zstd frame are an error, not a record.
-func TestDecodeRejectsCorruptRecords(t *testing.T) {
-	if _, err := decodeAttempt([]byte("not zstd")); err == nil {
-		t.Error("decoding bytes that are not zstd succeeded")
-	}
-	if _, err := decodeNodes([]byte("not zstd")); err == nil {
-		t.Error("decoding node names that are not zstd succeeded")
-	}
-}

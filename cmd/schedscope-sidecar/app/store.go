@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/postgres"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+)
+
+// storeLocation is a parsed --store: a SQLite file or a PostgreSQL URL.
+type storeLocation struct {
+	sqlitePath  string
+	postgresURL string
+	// display names the store in messages, without a password.
+	display string
+}
+
+// parseStore parses --store. Its errors never repeat a PostgreSQL URL's
+// password.
+func parseStore(raw string) (storeLocation, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return storeLocation{}, errors.New("--store: not a URL (sqlite:///PATH or postgres://...)")
+	}
+	loc := storeLocation{display: u.Redacted()}
+	switch u.Scheme {
+	case "sqlite":
+		if u.Host != "" || !filepath.IsAbs(u.Path) || u.RawQuery != "" {
+			return loc, fmt.Errorf("--store %q: a SQLite store is sqlite:///ABSOLUTE/PATH", loc.display)
+		}
+		dir := filepath.Dir(u.Path)
+		if fi, err := os.Stat(dir); err != nil {
+			return loc, fmt.Errorf("--store %q: its directory: %w", loc.display, err)
+		} else if !fi.IsDir() {
+			return loc, fmt.Errorf("--store %q: %s is not a directory", loc.display, dir)
+		}
+		loc.sqlitePath = u.Path
+	case "postgres", "postgresql":
+		if _, err := pgx.ParseConfig(raw); err != nil {
+			return loc, fmt.Errorf("--store %q: not a PostgreSQL connection URL", loc.display)
+		}
+		loc.postgresURL = raw
+	default:
+		return loc, fmt.Errorf("--store %q: the scheme must be sqlite or postgres", loc.display)
+	}
+	return loc, nil
+}
+
+// openStore opens the store --store names.
+func (o *Options) openStore(ctx context.Context) (store.Store, error) {
+	loc, err := parseStore(o.Store)
+	if err != nil {
+		return nil, err
+	}
+	if loc.postgresURL != "" {
+		return postgres.Open(ctx, loc.postgresURL, o.Retention)
+	}
+	return sqlite.Open(ctx, loc.sqlitePath, o.Retention)
+}
+
+// storeDisplay names --store without a password.
+func storeDisplay(raw string) string {
+	loc, _ := parseStore(raw)
+	return loc.display
+}

@@ -1,0 +1,391 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+var _ store.Store = &Store{}
+
+// Meta keys.
+const (
+	metaEpoch = "cursor.epoch"
+	metaSeq   = "cursor.seq"
+	metaLost  = "cursor.lost"
+)
+
+// Store is a store.Store in a PostgreSQL database.
+type Store struct {
+	pool      *pgxpool.Pool
+	retention store.Retention
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// connection string, as libpq takes) and migrates its schema.
+func Open(ctx context.Context, url string, retention store.Retention) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The error may quote the URL, password included: name the problem only.
+		return nil, errors.New("parsing the PostgreSQL connection URL: not a valid postgres:// URL or connection string")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
+	}
+	return &Store{pool: pool, retention: retention}, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Cursor implements store.Writer.
+func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM meta WHERE key IN ($1, $2, $3)`, metaEpoch, metaSeq, metaLost)
+	if err != nil {
+		return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
+	}
+	defer rows.Close()
+	var c v1alpha1.Cursor
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
+		}
+		switch k {
+		case metaEpoch:
+			c.Epoch = v
+		case metaSeq:
+			c.Seq, err = strconv.ParseUint(v, 10, 64)
+		case metaLost:
+			c.Lost, err = strconv.ParseUint(v, 10, 64)
+		}
+		if err != nil {
+			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor %s=%q: %w", k, v, err)
+		}
+	}
+	return c, rows.Err()
+}
+
+// Append implements store.Writer.
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
+	// Encode outside the transaction: it is the expensive part.
+	rows, err := store.EncodeRows(cursor.Epoch, records)
+	if err != nil {
+		return err
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, r := range rows {
+			if err := insert(ctx, tx, cursor.Epoch, r); err != nil {
+				return err
+			}
+		}
+		return putCursor(ctx, tx, cursor)
+	})
+	if err != nil {
+		return fmt.Errorf("storing %d records: %w", len(rows), err)
+	}
+	return nil
+}
+
+// insert stores a record, its pod and its rejections; a record already
+// stored is left alone, and a repeat of the pod's latest unschedulable
+// outcome is folded into it.
+func insert(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) error {
+	a := r.Attempt
+	if folded, err := foldRepeat(ctx, tx, epoch, r); folded || err != nil {
+		return err
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `INSERT INTO attempts
+		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (epoch, seq) DO NOTHING RETURNING id`,
+		epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished,
+		len(r.Data), string(r.Summary), r.Data, r.Signature).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // already stored
+	}
+	if err != nil {
+		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+			latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result
+		WHERE excluded.latest_id > pods.latest_id`,
+		a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result))
+	queueRejections(b, id, r)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("indexing record %d: %w", a.Seq, err)
+	}
+	return nil
+}
+
+// queueRejections queues the inserts of r's rejections under attempt id.
+func queueRejections(b *pgx.Batch, id int64, r store.Row) {
+	for _, rj := range r.Rejected {
+		b.Queue(`INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
+			VALUES ($1, $2, $3, $4, $5, $6)`, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+	}
+}
+
+// foldRepeat folds r into its pod's latest attempt when both were
+// unschedulable with the same outcome in the same epoch: the attempt's
+// repeat count and last attempt move on, its record is not stored again,
+// and r's rejections are indexed (they count in the rejection totals).
+// A repeat already folded is left alone. folded is false when r is not a
+// repeat.
+func foldRepeat(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) (folded bool, err error) {
+	if r.Signature == nil {
+		return false, nil
+	}
+	a := r.Attempt
+	var id, seq, lastSeq int64
+	var latestEpoch string
+	var sig []byte
+	var before bool
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attempts WHERE uid = $1 AND epoch = $2 AND seq < $3 AND last_seq >= $3),
+			a.id, a.epoch, a.seq, a.last_seq, a.signature
+		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.uid = $1`, a.Pod.UID, epoch, int64(a.Seq)).
+		Scan(&before, &id, &latestEpoch, &seq, &lastSeq, &sig)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the latest attempt of pod %s: %w", a.Pod.UID, err)
+	}
+	if before {
+		return true, nil // folded before
+	}
+	if latestEpoch != epoch || !bytes.Equal(sig, r.Signature) {
+		return false, nil
+	}
+	if int64(a.Seq) <= max(seq, lastSeq) {
+		return true, nil // already stored or folded
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE attempts SET repeats = repeats + 1, last_attempt = $1, last_seq = $2, last_finished = $3 WHERE id = $4`,
+		a.Attempt, int64(a.Seq), r.Finished, id)
+	b.Queue(`UPDATE pods SET finished = $1 WHERE uid = $2`, r.Finished, a.Pod.UID)
+	queueRejections(b, id, r)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return false, fmt.Errorf("folding record %d: %w", a.Seq, err)
+	}
+	return true, nil
+}
+
+// putCursor stores the follower's cursor.
+func putCursor(ctx context.Context, tx pgx.Tx, cursor v1alpha1.Cursor) error {
+	_, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2), ($3, $4), ($5, $6)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		metaEpoch, cursor.Epoch, metaSeq, strconv.FormatUint(cursor.Seq, 10), metaLost, strconv.FormatUint(cursor.Lost, 10))
+	if err != nil {
+		return fmt.Errorf("storing cursor: %w", err)
+	}
+	return nil
+}
+
+// query builds a statement with numbered parameters.
+type query struct {
+	sql  string
+	args []any
+}
+
+// arg appends a parameter and returns its placeholder.
+func (q *query) arg(v any) string {
+	q.args = append(q.args, v)
+	return "$" + strconv.Itoa(len(q.args))
+}
+
+func (q *query) wherePod(pod store.PodSelector) error {
+	switch {
+	case pod.UID != "":
+		q.sql += ` WHERE uid = ` + q.arg(pod.UID)
+	case pod.Namespace != "" && pod.Name != "":
+		q.sql += ` WHERE namespace = ` + q.arg(pod.Namespace) + ` AND name = ` + q.arg(pod.Name)
+	default:
+		return errors.New("a pod is selected by UID or by namespace and name")
+	}
+	return nil
+}
+
+// inNamespaces keeps the rows of namespaces in column; nil keeps all.
+func (q *query) inNamespaces(column string, namespaces []string) {
+	switch {
+	case namespaces == nil:
+	case len(namespaces) == 0:
+		q.sql += ` AND false`
+	default:
+		q.sql += ` AND ` + column + ` = ANY(` + q.arg(namespaces) + `)`
+	}
+}
+
+func (q *query) limit(n int) {
+	if n > 0 {
+		q.sql += ` LIMIT ` + q.arg(n)
+	}
+}
+
+// Attempts implements store.Reader.
+func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) ([]v1alpha1.AttemptSummary, error) {
+	q := query{sql: `SELECT summary, repeats, last_attempt, last_finished FROM attempts`}
+	if err := q.wherePod(pod); err != nil {
+		return nil, err
+	}
+	q.sql += ` ORDER BY id DESC`
+	q.limit(limit)
+	rows, err := s.pool.Query(ctx, q.sql, q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing attempts: %w", err)
+	}
+	var out []v1alpha1.AttemptSummary
+	var summary string
+	var repeats, lastAttempt int
+	var lastFinished int64
+	_, err = pgx.ForEachRow(rows, []any{&summary, &repeats, &lastAttempt, &lastFinished}, func() error {
+		sum, err := store.DecodeSummary([]byte(summary), repeats, lastAttempt, lastFinished)
+		out = append(out, sum)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing attempts: %w", err)
+	}
+	return out, nil
+}
+
+// Attempt implements store.Reader.
+func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*record.Attempt, error) {
+	q := query{sql: `SELECT data FROM attempts`}
+	if err := q.wherePod(pod); err != nil {
+		return nil, err
+	}
+	if number > 0 {
+		// A folded repeat is answered with the attempt it was folded into.
+		n := q.arg(number)
+		q.sql += ` AND attempt <= ` + n + ` AND (attempt = ` + n + ` OR last_attempt >= ` + n + `)`
+	}
+	q.sql += ` ORDER BY id DESC LIMIT 1`
+	var data []byte
+	if err := s.pool.QueryRow(ctx, q.sql, q.args...).Scan(&data); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		return nil, fmt.Errorf("reading attempt: %w", err)
+	}
+	return store.DecodeAttempt(data)
+}
+
+// Pods implements store.Reader.
+func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1.PodStatus, error) {
+	q := query{sql: `SELECT p.first_seen, a.summary, a.repeats, a.last_attempt, a.last_finished
+		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE true`}
+	if opts.PendingOnly {
+		q.sql += ` AND p.result <> ` + q.arg(string(record.ResultScheduled))
+	}
+	q.inNamespaces("p.namespace", opts.Namespaces)
+	q.sql += ` ORDER BY p.finished DESC`
+	q.limit(opts.Limit)
+	rows, err := s.pool.Query(ctx, q.sql, q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	out := []v1alpha1.PodStatus{}
+	var summary string
+	var repeats, lastAttempt int
+	var firstSeen, lastFinished int64
+	_, err = pgx.ForEachRow(rows, []any{&firstSeen, &summary, &repeats, &lastAttempt, &lastFinished}, func() error {
+		latest, err := store.DecodeSummary([]byte(summary), repeats, lastAttempt, lastFinished)
+		if err != nil {
+			return err
+		}
+		out = append(out, v1alpha1.PodStatus{Pod: latest.Pod, Profile: latest.Profile, FirstSeen: time.Unix(0, firstSeen).UTC(), Latest: latest})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return out, nil
+}
+
+// Namespaces implements store.Reader.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT namespace FROM pods ORDER BY namespace`)
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	return out, nil
+}
+
+// Rejections implements store.Reader.
+func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1alpha1.RejectionCount, error) {
+	t, err := store.NewTally(rq)
+	if err != nil {
+		return nil, err
+	}
+	names := "NULL::bytea"
+	if rq.By == v1alpha1.ByNode {
+		names = "node_names"
+	}
+	q := query{sql: `SELECT plugin, finished, nodes, ` + names + ` FROM rejections WHERE true`}
+	if !rq.Since.IsZero() {
+		q.sql += ` AND finished >= ` + q.arg(rq.Since.UnixNano())
+	}
+	if !rq.Until.IsZero() {
+		q.sql += ` AND finished < ` + q.arg(rq.Until.UnixNano())
+	}
+	q.inNamespaces("namespace", rq.Namespaces)
+	rows, err := s.pool.Query(ctx, q.sql, q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("counting rejections: %w", err)
+	}
+	var plugin string
+	var finished, nodes int64
+	var nodeNames []byte
+	_, err = pgx.ForEachRow(rows, []any{&plugin, &finished, &nodes, &nodeNames}, func() error {
+		return t.AddRow(plugin, finished, nodes, nodeNames)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting rejections: %w", err)
+	}
+	return t.Result(), nil
+}
+
+// Stats implements store.Reader. DiskBytes is what PostgreSQL holds on
+// disk for the store's tables, their indexes and out-of-line values.
+func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
+	var st v1alpha1.StoreStats
+	var stored int64
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT COUNT(*) FROM attempts), (SELECT COALESCE(SUM(repeats), 0) FROM attempts),
+		(SELECT COALESCE(SUM(size), 0) FROM attempts), (SELECT COUNT(*) FROM pods),
+		(SELECT SUM(pg_total_relation_size(t)) FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'meta']::regclass[]) t)::bigint`).
+		Scan(&stored, &st.Folded, &st.Bytes, &st.Pods, &st.DiskBytes)
+	if err != nil {
+		return st, fmt.Errorf("reading stats: %w", err)
+	}
+	st.Attempts = stored + st.Folded
+	return st, nil
+}

@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/storetest"
+	"github.com/schedscope/schedscope/test/pgserver"
+)
+
+// server is the PostgreSQL server of this package's tests; each test
+// works in a database of its own.
+var server *pgserver.Server
+
+func TestMain(m *testing.M) {
+	var err error
+	if server, err = pgserver.Start(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "starting PostgreSQL:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := server.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping PostgreSQL:", err)
+	}
+	os.Exit(code)
+}
+
+func newDatabase(t *testing.T) string {
+	t.Helper()
+	url, err := server.CreateDatabase(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(t *testing.T) func(store.Retention) (store.Store, error) {
+			url := newDatabase(t)
+			return func(r store.Retention) (store.Store, error) { return Open(context.Background(), url, r) }
+		},
+		RetainedBytes: func(t *testing.T, s store.Store) int64 {
+			n, err := s.(*Store).RetainedBytes(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		},
+	})
+}
+
+func dbVersion(t *testing.T, url string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	v, err := schemaVersion(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrations: the history is the SQLite store's; a new database gets
+// the newest version, opening it again changes nothing, and a database of
+// a newer version is refused, naming both.
+func TestMigrations(t *testing.T) {
+	if len(migrations) != store.SchemaVersion {
+		t.Fatalf("PostgreSQL has %d schema versions, the store's history has %d", len(migrations), store.SchemaVersion)
+	}
+	ctx := context.Background()
+	url := newDatabase(t)
+	for range 2 {
+		s, err := Open(ctx, url, store.Retention{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if v := dbVersion(t, url); v != store.SchemaVersion {
+			t.Fatalf("schema version %d after Open, want %d", v, store.SchemaVersion)
+		}
+	}
+	exec(t, url, `UPDATE schema_version SET version = 99`)
+	_, err := Open(ctx, url, store.Retention{})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99 is newer than this build's %d", store.SchemaVersion)) {
+		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
+	}
+}
+
+// TestOpenConcurrently: sidecars starting together on a new database
+// migrate it once.
+func TestOpenConcurrently(t *testing.T) {
+	url := newDatabase(t)
+	errs := make(chan error, 4)
+	for range cap(errs) {
+		go func() {
+			s, err := Open(context.Background(), url, store.Retention{})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if v := dbVersion(t, url); v != store.SchemaVersion {
+		t.Errorf("schema version %d, want %d", v, store.SchemaVersion)
+	}
+}
+
+// TestMigrateFromVersion1: a database of schema version 1 holding
+// storetest.Fixture, written with version 1's columns, is migrated on Open
+// and answers every query as before; a pending pod's repeats after it fold
+// from the second on, as on SQLite.
+func TestMigrateFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	exec(t, url, `CREATE TABLE schema_version (version integer NOT NULL); INSERT INTO schema_version VALUES (1);`+migrations[0])
+	rows, err := store.EncodeRows("e1", store.Records(storetest.Fixture()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		a := r.Attempt
+		exec(t, url, `WITH a AS (INSERT INTO attempts (epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data)
+				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id)
+			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
+			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
+			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data)
+		for _, rj := range r.Rejected {
+			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+		}
+	}
+	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)
+
+	s, err := Open(ctx, url, store.Retention{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := dbVersion(t, url); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+	storetest.CheckFixture(t, s)
+	repeat := func(n int) *record.Attempt {
+		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+	}
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type folded struct {
+		Seq                  uint64
+		Repeats, LastAttempt int
+	}
+	var got []folded
+	for _, a := range sums {
+		got = append(got, folded{a.Seq, a.Repeats, a.LastAttempt})
+	}
+	if diff := cmp.Diff([]folded{{6, 1, 4}, {4, 0, 0}, {2, 0, 0}}, got); diff != "" {
+		t.Errorf("attempts of b/p2 (-want +got):\n%s", diff)
+	}
+}
+
+// TestOpenRejectsBadURL: a URL that does not parse is an error that does
+// not repeat it (it may hold a password).
+func TestOpenRejectsBadURL(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://u:secret@127.0.0.1:notaport/db", store.Retention{})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("Open of a bad URL: %v, want an error without the password", err)
+	}
+}

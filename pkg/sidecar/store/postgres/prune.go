@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pruneLock is the advisory lock key under which one process at a time
+// applies retention to a shared database.
+const pruneLock = 0x5c4ed5c1
+
+// deleteBatch is how many attempts one retention transaction deletes: small
+// enough that it holds row locks for milliseconds, large enough that a
+// minute's pass keeps up with a busy scheduler.
+const deleteBatch = 500
+
+// Prune implements store.Store: it removes attempts older than MaxAge, then
+// the oldest attempts beyond MaxAttempts and beyond MaxAttemptsPerNamespace
+// in each namespace, with their index rows; then, while the records and
+// rejection index exceed MaxDiskBytes, the oldest attempts in proportion
+// to the excess. Deletes go in batches of deleteBatch attempts, each its
+// own transaction, and lock only the rows they delete: ingest, which
+// inserts new rows, never waits for retention. When another process is
+// applying retention to the database, Prune does nothing.
+func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("pruning: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pruneLock).Scan(&locked); err != nil {
+		return 0, fmt.Errorf("pruning: taking the retention lock: %w", err)
+	}
+	if !locked {
+		return 0, nil
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, pruneLock); err != nil {
+			// The lock goes with the connection.
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	r := s.retention
+	add := func(n int, err error) error {
+		removed += n
+		return err
+	}
+	if r.MaxAge > 0 {
+		if err := add(deleteBatches(ctx, conn, `finished < $1`, now.Add(-r.MaxAge).UnixNano())); err != nil {
+			return removed, err
+		}
+	}
+	if r.MaxAttempts > 0 {
+		if err := add(deleteUpTo(ctx, conn, `SELECT id FROM attempts ORDER BY id DESC OFFSET $1 LIMIT 1`, `true`, r.MaxAttempts)); err != nil {
+			return removed, err
+		}
+	}
+	if r.MaxAttemptsPerNamespace > 0 {
+		if err := add(s.pruneNamespaces(ctx, conn, r.MaxAttemptsPerNamespace)); err != nil {
+			return removed, err
+		}
+	}
+	if r.MaxDiskBytes > 0 {
+		if err := add(s.pruneBytes(ctx, conn, r.MaxDiskBytes)); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// pruneNamespaces deletes each namespace's oldest attempts beyond bound.
+func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
+	rows, err := conn.Query(ctx, `SELECT namespace FROM attempts GROUP BY namespace HAVING COUNT(*) > $1`, bound)
+	if err != nil {
+		return 0, fmt.Errorf("pruning by namespace: %w", err)
+	}
+	namespaces, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("pruning by namespace: %w", err)
+	}
+	removed := 0
+	for _, ns := range namespaces {
+		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE namespace = $2 ORDER BY id DESC OFFSET $1 LIMIT 1`, `namespace = $2`, bound, ns)
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// RetainedBytes returns the bytes Retention.MaxDiskBytes bounds: the
+// stored records and rejection index. PostgreSQL keeps the space of
+// deleted rows for new ones rather than giving it back, so its files stay
+// near their high-water mark (Stats().DiskBytes).
+func (s *Store) RetainedBytes(ctx context.Context) (int64, error) {
+	return retainedBytes(ctx, s.pool)
+}
+
+func retainedBytes(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int64, error) {
+	var n int64
+	err := q.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(size), 0) FROM attempts) + (SELECT COALESCE(SUM(octet_length(node_names)), 0) FROM rejections)`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("reading the stored bytes: %w", err)
+	}
+	return n, nil
+}
+
+// pruneBytes deletes the oldest attempts, in proportion to the excess
+// (aiming a tenth below the bound), while the retained bytes exceed bound;
+// sizes vary, so a few rounds may be needed.
+func (s *Store) pruneBytes(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
+	removed := 0
+	for range 4 {
+		used, err := retainedBytes(ctx, conn)
+		if err != nil || used <= bound {
+			return removed, err
+		}
+		var count int64
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM attempts`).Scan(&count); err != nil {
+			return removed, fmt.Errorf("pruning by size: %w", err)
+		}
+		excess := used - bound*9/10
+		k := min(count, max(1, (count*excess+used-1)/used))
+		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts ORDER BY id OFFSET $1 - 1 LIMIT 1`, `true`, k)
+		removed += n
+		if err != nil || n == 0 {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// deleteUpTo deletes the attempts matching where whose id is at most the
+// one cutoff selects; cutoff and where share args, cutoff's first.
+func deleteUpTo(ctx context.Context, conn *pgxpool.Conn, cutoff, where string, args ...any) (int, error) {
+	var id int64
+	err := conn.QueryRow(ctx, cutoff, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pruning: %w", err)
+	}
+	return deleteBatches(ctx, conn, where+` AND id <= $1`, append([]any{id}, args[1:]...)...)
+}
+
+// deleteBatches deletes the attempts matching where, with their rejection
+// rows and the pods whose latest attempt they are, deleteBatch attempts
+// per transaction.
+func deleteBatches(ctx context.Context, conn interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, where string, args ...any) (removed int, err error) {
+	stmt := fmt.Sprintf(`WITH deleted AS (
+			DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE %s LIMIT %d) RETURNING id),
+		rejections AS (DELETE FROM rejections WHERE attempt_id IN (SELECT id FROM deleted)),
+		pods AS (DELETE FROM pods WHERE latest_id IN (SELECT id FROM deleted))
+		SELECT COUNT(*) FROM deleted`, where, deleteBatch)
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, stmt, args...).Scan(&n); err != nil {
+			return removed, fmt.Errorf("pruning: %w", err)
+		}
+		removed += n
+		if n < deleteBatch {
+			return removed, nil
+		}
+	}
+}
+
+// DeleteNamespace implements store.Store.
+func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (int, error) {
+	n, err := deleteBatches(ctx, s.pool, `namespace = $1`, namespace)
+	if err != nil {
+		return n, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
+	}
+	return n, nil
+}
