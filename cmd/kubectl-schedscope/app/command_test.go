@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -24,6 +27,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
+	"github.com/schedscope/schedscope/pkg/sidecar/hints"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 )
@@ -81,11 +85,26 @@ func sidecar(t *testing.T) http.Handler {
 		}
 		return authorizer.DecisionNoOpinion, "", nil
 	})
-	h, err := api.New(api.Config{Store: st, Authenticator: authn, Authorizer: authz})
+	h, err := api.New(api.Config{Store: st, Authenticator: authn, Authorizer: authz, Hints: fixtureHints})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// fixtureHints computes the hints of fixture()'s attempts as if shop/db
+// selected disk=ssd and its nodes a and b had no labels.
+func fixtureHints(a *record.Attempt, showNodes bool) []v1alpha1.Hint {
+	if a.Pod.UID != "uid-db" {
+		return nil
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"disk": "ssd"}}}
+	nodes := map[string]hints.Node{}
+	for _, name := range []string{"a", "b"} {
+		nodes[name] = hints.Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}}}
+	}
+	return hints.Compute(a, pod, nodes, showNodes)
 }
 
 // kubeconfig writes a kubeconfig for server with token and namespace.
@@ -301,6 +320,28 @@ func TestExplainWithoutNodeRights(t *testing.T) {
 			if strings.Contains(out, node) {
 				t.Errorf("-o %s names node %s:\n%s", output, node, out)
 			}
+		}
+	}
+}
+
+// TestExplainHints: an unschedulable pod's explanation says what would make
+// it fit, naming nodes only to a caller who may list them.
+func TestExplainHints(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	for _, tt := range []struct {
+		user, want string
+	}{
+		{"alice", "What would make it fit:\n  NodeAffinity: 2 nodes would fit with label disk=ssd (a, b): add it to one, or change the pod's node selector or affinity\n"},
+		{"carol", "What would make it fit:\n  NodeAffinity: 2 nodes would fit with label disk=ssd: add it to one, or change the pod's node selector or affinity\n"},
+	} {
+		kc := kubeconfig(t, "https://apiserver.invalid", tt.user, "shop")
+		code, out, errOut := run(t, "explain", "pod/db", "--kubeconfig", kc, "--server", srv.URL)
+		if code != ExitPending {
+			t.Fatalf("%s: exit code %d, want %d; stderr %s", tt.user, code, ExitPending, errOut)
+		}
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("%s: output lacks %q:\n%s", tt.user, tt.want, out)
 		}
 	}
 }

@@ -201,6 +201,19 @@ func printGroups(w io.Writer, groups []v1alpha1.Group) {
 	tw.Flush()
 }
 
+// printHints prints what would make the pod fit, each hint after the
+// plugins it answers.
+func printHints(w io.Writer, hints []v1alpha1.Hint) {
+	if len(hints) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "What would make it fit:")
+	for _, h := range hints {
+		fmt.Fprintf(w, "  %s: %s\n", strings.Join(h.Plugins, ", "), h.Message)
+	}
+	fmt.Fprintln(w)
+}
+
 // PrintExplanation prints an explanation as a header, a table of the
 // verdict groups and, when the caller may see the nodes, a per-node table.
 func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
@@ -229,6 +242,7 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 	fmt.Fprintln(w)
 	printGroups(w, e.Groups)
 	fmt.Fprintln(w)
+	printHints(w, e.Hints)
 	if e.NodesHidden {
 		fmt.Fprintln(w, "Node names, per-node verdicts and scores are hidden: you may not list nodes.")
 		return

@@ -111,7 +111,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.ProbeInterval, "scheduler-probe-interval", o.ProbeInterval, "How often the scheduler's health endpoints are probed.")
 	fs.StringVar(&o.SchedulerCAFile, "scheduler-ca-file", o.SchedulerCAFile, "CA bundle verifying the scheduler's serving certificate; empty skips verification of the probe.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig for the pod, node and event informers; empty means in-cluster configuration.")
-	fs.BoolVar(&o.ClusterHealth, "cluster-health", o.ClusterHealth, "Watch pods, nodes and events to export the cluster scheduling health metrics.")
+	fs.BoolVar(&o.ClusterHealth, "cluster-health", o.ClusterHealth, "Watch pods, nodes, namespaces and events: the cluster scheduling health metrics, the pending list's check, the hints of the explain API and the deletion of deleted namespaces' records.")
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	o.Authorization.AddFlags(fss.FlagSet("authorization"))

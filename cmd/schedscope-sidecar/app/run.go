@@ -26,6 +26,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/clustermetrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/follow"
+	"github.com/schedscope/schedscope/pkg/sidecar/hints"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/namespaces"
 	"github.com/schedscope/schedscope/pkg/sidecar/podcheck"
@@ -93,12 +94,13 @@ func (o *Options) Run(ctx context.Context) error {
 		Status: f.Status, TraceURL: o.TraceURL, MaxInFlightPerUser: o.MaxInFlightPerUser,
 	}
 	if o.ClusterHealth {
-		factory, err := o.watchCluster(ctx, st, m, reg)
+		factory, hs, err := o.watchCluster(ctx, st, m, reg)
 		if err != nil {
 			return err
 		}
 		defer factory.Shutdown()
 		apiConfig.StillPending = podcheck.StillPending(factory.Core().V1().Pods())
+		apiConfig.Hints = hs.For
 	}
 	mux, err := o.handler(st, apiConfig, reg)
 	if err != nil {
@@ -156,28 +158,32 @@ func (o *Options) serving() (*server.SecureServingInfo, *server.AuthenticationIn
 }
 
 // watchCluster starts the informers behind the cluster metrics, the
-// pending list's check and the deletion of deleted namespaces' records,
-// until ctx ends; the caller shuts the factory down.
-func (o *Options) watchCluster(ctx context.Context, st store.Store, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, error) {
+// pending list's check, the hints and the deletion of deleted namespaces'
+// records, until ctx ends; the caller shuts the factory down.
+func (o *Options) watchCluster(ctx context.Context, st store.Store, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, *hints.Source, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	if _, err := clustermetrics.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := namespaces.Forget(ctx, factory.Core().V1().Namespaces(), client.CoreV1(), st); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// The pending-pod check's informer must exist before Start.
-	factory.Core().V1().Pods().Informer()
+	// The pending-pod check's and the hints' informers and index must
+	// exist before Start.
+	hs, err := hints.NewSource(factory.Core().V1().Pods(), factory.Core().V1().Nodes())
+	if err != nil {
+		return nil, nil, err
+	}
 	factory.Start(ctx.Done())
-	return factory, nil
+	return factory, hs, nil
 }
 
 // handler serves the health endpoints, the metrics, the explain API with

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/explain"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	// which it returns false (deleted, or bound without a record the
 	// sidecar received) are left out of /apis/schedscope.io/v1alpha1/pending.
 	StillPending func(v1alpha1.PodStatus) bool
+	// Hints, when set, returns what would make the pod of an unschedulable
+	// attempt fit; showNodes is whether the caller may list nodes, and
+	// without it the hints name no node.
+	Hints func(a *record.Attempt, showNodes bool) []v1alpha1.Hint
 }
 
 // DefaultMaxInFlightPerUser is Config.MaxInFlightPerUser's default.
@@ -252,6 +257,9 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e := explain.Explain(a, p.Options)
+	if h.Hints != nil {
+		e.Hints = h.Hints(a, mayListNodes)
+	}
 	if !mayListNodes {
 		e.NodesHidden, e.Rows, e.TotalRows = true, []v1alpha1.NodeRow{}, 0
 	}

@@ -881,6 +881,7 @@ func checkRBAC(t *testing.T, r release) {
 		{"sidecar: events", sidecar, true, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "events"}},
 		{"sidecar: events", sidecar, true, authorizationv1.ResourceAttributes{Verb: "list", Group: "events.k8s.io", Resource: "events"}},
 		{"sidecar: namespaces", sidecar, true, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "namespaces"}},
+		{"sidecar: nodes", sidecar, true, authorizationv1.ResourceAttributes{Verb: "watch", Resource: "nodes"}},
 		{"sidecar: namespaces", sidecar, true, authorizationv1.ResourceAttributes{Verb: "get", Resource: "namespaces", Name: "any"}},
 		{"sidecar: delegated authentication", sidecar, true, authorizationv1.ResourceAttributes{Namespace: "kube-system", Verb: "get", Resource: "configmaps", Name: "extension-apiserver-authentication"}},
 		{"sidecar: delegated authentication", sidecar, true, authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}},

@@ -46,6 +46,19 @@ func TestPodPageInChromium(t *testing.T) {
 	}
 
 	webtest.Screenshot(t, pageURL, "pod-page.png")
+
+	// An unschedulable pod's page says what would make it fit.
+	hintPod(t, "page", "ssd", "1", func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} })
+	t.Cleanup(func() { deletePod(t, "page", "ssd") })
+	waitForHints(t, "page", "ssd")
+	hintsURL := strings.TrimSuffix(pageURL, "web") + "ssd"
+	dom = webtest.DumpDOM(t, hintsURL)
+	for _, want := range []string{"What would make it fit", `class="hint hint-AddNodeLabels"`, "NodeAffinity", "1 node would fit with label disk=ssd (page-big)"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page of an unschedulable pod does not show %q", want)
+		}
+	}
+	webtest.Screenshot(t, hintsURL, "pod-hints.png")
 }
 
 // authenticatingProxy serves target on a loopback http address, adding

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
@@ -184,6 +186,10 @@ type Explanation struct {
 	Details []record.PluginDetail `json:"details,omitempty"`
 	// DetailsCut counts the plugins' details the record did not keep.
 	DetailsCut int `json:"detailsCut,omitempty"`
+	// Hints are the single changes that would let the pod fit, most
+	// nodes first, when the attempt was unschedulable and the pod still
+	// waits; see Hint.
+	Hints []Hint `json:"hints,omitempty"`
 
 	// NodesHidden is true when the caller may not list nodes: then Rows is
 	// empty and TotalRows 0, and what shows of the nodes is the groups'
@@ -237,4 +243,51 @@ type NodeAnswer struct {
 	Row          NodeRow       `json:"row"`
 	// Why is a sentence saying why the pod did (not) land on the node.
 	Why string `json:"why"`
+}
+
+// HintKind is the kind of change a Hint suggests.
+type HintKind string
+
+// The changes a Hint suggests.
+const (
+	// HintTolerate: the pod tolerates Taint.
+	HintTolerate HintKind = "Tolerate"
+	// HintLowerRequests: the pod requests at most Requests.
+	HintLowerRequests HintKind = "LowerRequests"
+	// HintAddNodeLabels: nodes get Labels (or the pod stops selecting them).
+	HintAddNodeLabels HintKind = "AddNodeLabels"
+	// HintUncordon: the nodes become schedulable again.
+	HintUncordon HintKind = "Uncordon"
+	// HintPreempt: the pod may preempt pods of lower priority (its
+	// preemptionPolicy is Never).
+	HintPreempt HintKind = "Preempt"
+	// HintNoSingleChange: no one change lets the pod fit any node.
+	HintNoSingleChange HintKind = "NoSingleChange"
+)
+
+// MaxHintNodes bounds Hint.NodeNames.
+const MaxHintNodes = 5
+
+// Hint is one change after which the Filter plugins that rejected some
+// nodes in the attempt would pass them, judged on the nodes and pods as
+// they are now. Hints cover the rejections of TaintToleration,
+// NodeAffinity, NodeUnschedulable and NodeResourcesFit; a node that
+// another plugin rejected is never counted as fitting.
+type Hint struct {
+	Kind HintKind `json:"kind"`
+	// Plugins are the Filter plugins whose rejections the change answers.
+	Plugins []string `json:"plugins"`
+	// Message says the change in a sentence.
+	Message string `json:"message"`
+	// Nodes counts the nodes that would fit after the change.
+	Nodes int `json:"nodes"`
+	// NodeNames are the first MaxHintNodes of them, for callers who may
+	// list nodes; empty otherwise.
+	NodeNames []string `json:"nodeNames,omitempty"`
+	// Taint is the taint to tolerate (HintTolerate).
+	Taint *corev1.Taint `json:"taint,omitempty"`
+	// Requests are the largest requests that fit (HintLowerRequests).
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// Labels are the labels the nodes lack (HintAddNodeLabels).
+	Labels map[string]string `json:"labels,omitempty"`
 }

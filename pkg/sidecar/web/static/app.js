@@ -252,6 +252,15 @@ function whyForm(state) {
   return [form, out];
 }
 
+// hintsList says what would make an unschedulable pod fit, each hint
+// after the plugins it answers.
+function hintsList(e) {
+  if (!e.hints || e.hints.length === 0) return [];
+  return [el('h2', { text: 'What would make it fit' }),
+    el('ul', { class: 'hints' }, e.hints.map(h => el('li', { class: 'hint hint-' + h.kind },
+      el('span', { class: 'hint-plugins', text: h.plugins.join(', ') }), ' ', el('span', { class: 'hint-message', text: h.message }))))];
+}
+
 function podBase(state) {
   return 'apis/schedscope.io/v1alpha1/namespaces/' + encodeURIComponent(state.ns) + '/pods/' + encodeURIComponent(state.name);
 }
@@ -267,6 +276,7 @@ async function renderPod(main, state) {
     el('p', {}, el('a', { href: '#/', text: '← all pods' })),
     el('h2', { text: 'Attempt ' + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name }),
     summary(e),
+    ...hintsList(e),
     el('h2', { text: 'Attempts' }), timeline(attempts.items, e.attempt, e.pod),
     el('h2', { text: 'Extension points' }), points(e),
     el('h2', { text: 'Nodes by verdict' }), groupsTable(e, state),
