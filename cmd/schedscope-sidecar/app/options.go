@@ -28,6 +28,9 @@ const (
 
 // Options are the sidecar's options.
 type Options struct {
+	// Follow runs the follower; without it the sidecar only serves what
+	// the store holds (the API as a Deployment of its own).
+	Follow bool
 	// StreamURL is the scheduler's record stream.
 	StreamURL string
 	// StreamTokenFile holds the bearer token sent to an https stream, read
@@ -69,6 +72,7 @@ type Options struct {
 // NewOptions returns the default options.
 func NewOptions() *Options {
 	o := &Options{
+		Follow:             true,
 		StreamURL:          DefaultStreamURL,
 		Store:              DefaultStore,
 		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxAttemptsPerNamespace: 100_000, MaxDiskBytes: 2 << 30},
@@ -93,6 +97,7 @@ func NewOptions() *Options {
 func (o *Options) Flags() cliflag.NamedFlagSets {
 	var fss cliflag.NamedFlagSets
 	fs := fss.FlagSet("sidecar")
+	fs.BoolVar(&o.Follow, "follow", o.Follow, "Follow the scheduler's record stream into the store. With --follow=false the process only serves the API, the page and the metrics of what the store holds: several such replicas can serve one PostgreSQL store that sidecars beside the schedulers write.")
 	fs.StringVar(&o.StreamURL, "stream-url", o.StreamURL, "The scheduler's decision record stream.")
 	fs.StringVar(&o.StreamTokenFile, "stream-token-file", o.StreamTokenFile, "File holding a bearer token sent to the record stream, read again on each (re)connection so that a rotated token is used; in a pod, /var/run/secrets/kubernetes.io/serviceaccount/token. Needs an https --stream-url. Empty sends none.")
 	fs.StringVar(&o.StreamCAFile, "stream-ca-file", o.StreamCAFile, "CA bundle (PEM) verifying the certificate of an https --stream-url; empty means the system roots.")

@@ -76,14 +76,9 @@ func (o *Options) Run(ctx context.Context) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.NewMetrics(reg)
-	followOpts := follow.DefaultOptions(o.StreamURL)
-	followOpts.TokenFile = o.StreamTokenFile
-	if followOpts.Client, err = o.streamClient(); err != nil {
-		return err
-	}
-	f, err := follow.New(followOpts, st, m)
+	f, err := o.follower(st, m)
 	if err != nil {
-		return fmt.Errorf("--stream-url: %w", err)
+		return err
 	}
 	servingInfo, authn, authz, err := o.serving()
 	if err != nil {
@@ -91,7 +86,10 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		Status: f.Status, TraceURL: o.TraceURL, MaxInFlightPerUser: o.MaxInFlightPerUser,
+		TraceURL: o.TraceURL, MaxInFlightPerUser: o.MaxInFlightPerUser,
+	}
+	if f != nil {
+		apiConfig.Status = f.Status
 	}
 	if o.ClusterHealth {
 		factory, hs, err := o.watchCluster(ctx, st, m, reg)
@@ -114,23 +112,45 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
-	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "stream", o.StreamURL, "store", storeDisplay(o.Store))
+	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "follow", o.Follow, "stream", o.StreamURL, "store", storeDisplay(o.Store))
 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if f == nil {
+			return
+		}
 		if err := f.Run(ctx); err != nil {
 			logger.Error(err, "Following the record stream stopped")
 			cancel()
 		}
 	}()
 	go prober.Run(ctx)
-	go wait.UntilWithContext(ctx, func(ctx context.Context) { maintain(ctx, st, m) }, o.PruneInterval)
+	go wait.UntilWithContext(ctx, func(ctx context.Context) { maintain(ctx, st, m, o.Follow) }, o.PruneInterval)
 
 	<-ctx.Done()
 	<-done
 	<-stoppedCh
 	return nil
+}
+
+// follower returns the follower of the record stream into st, or nil
+// with --follow=false.
+func (o *Options) follower(st store.Store, m *metrics.Metrics) (*follow.Follower, error) {
+	if !o.Follow {
+		return nil, nil
+	}
+	opts := follow.DefaultOptions(o.StreamURL)
+	opts.TokenFile = o.StreamTokenFile
+	var err error
+	if opts.Client, err = o.streamClient(); err != nil {
+		return nil, err
+	}
+	f, err := follow.New(opts, st, m)
+	if err != nil {
+		return nil, fmt.Errorf("--stream-url: %w", err)
+	}
+	return f, nil
 }
 
 // serving returns where and to whom the sidecar serves: its TLS listener
@@ -229,13 +249,17 @@ func (o *Options) prober(m *metrics.Metrics) (*probe.Prober, error) {
 	return &probe.Prober{URLs: urls, Client: client, Interval: o.ProbeInterval, Metrics: m}, nil
 }
 
-// maintain applies retention and refreshes the store metrics.
-func maintain(ctx context.Context, st store.Store, m *metrics.Metrics) {
+// maintain applies retention, when prune is set, and refreshes the store
+// metrics. Processes that only serve leave retention to the writers, so
+// that the retention flags of the sidecars beside the schedulers rule.
+func maintain(ctx context.Context, st store.Store, m *metrics.Metrics, prune bool) {
 	logger := klog.FromContext(ctx)
-	if n, err := st.Prune(ctx, time.Now()); err != nil {
-		logger.Error(err, "Applying retention")
-	} else if n > 0 {
-		logger.V(2).Info("Applied retention", "removed", n)
+	if prune {
+		if n, err := st.Prune(ctx, time.Now()); err != nil {
+			logger.Error(err, "Applying retention")
+		} else if n > 0 {
+			logger.V(2).Info("Applied retention", "removed", n)
+		}
 	}
 	stats, err := st.Stats(ctx)
 	if err != nil {

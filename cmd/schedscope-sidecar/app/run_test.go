@@ -67,9 +67,10 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.sars = append(f.sars, desc)
 		f.mu.Unlock()
 		allowed := map[string]bool{
-			`alice get group="" version="v1" pods shop/web`: true,
-			`alice list group="" version="v1" nodes /`:      true,
-			"alice get /metrics":                            true,
+			`alice get group="" version="v1" pods shop/web`:               true,
+			`alice list group="" version="v1" nodes /`:                    true,
+			"alice get /metrics":                                          true,
+			`alice get group="schedscope.io" version="v1alpha1" status /`: true,
 		}[desc]
 		sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed}
 		w.Header().Set("Content-Type", "application/json")
@@ -108,6 +109,9 @@ func TestRun(t *testing.T) {
 	})
 }
 
+// testRun runs a sidecar configured by configure; when configure names a
+// shared store, it also runs two replicas that serve it without
+// following, as the API's own Deployment does.
 func testRun(t *testing.T, configure func(*Options)) {
 	dir := t.TempDir()
 	apiserver := &fakeAPIServer{}
@@ -142,7 +146,7 @@ current-context: x
 
 	base := "https://" + ln.Addr().String()
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
-	get := func(token, path string) (int, string) {
+	getFrom := func(base, token, path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -155,6 +159,7 @@ current-context: x
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+	get := func(token, path string) (int, string) { return getFrom(base, token, path) }
 	// The record arrives through the stream.
 	var code int
 	var body string
@@ -167,6 +172,31 @@ current-context: x
 	}
 	if !strings.Contains(body, "rejected at Filter by TaintToleration") {
 		t.Errorf("explain of tainted-node: %s", body)
+	}
+	if configure != nil {
+		for i := range 2 {
+			replica := runSidecar(t, streamSrv.URL+stream.Path, t.TempDir(), kubeconfig, func(o *Options) {
+				configure(o)
+				// The records of 2026-01-02 are older than a week: a
+				// replica that serves only leaves retention to the writer.
+				o.Follow = false
+				o.Retention.MaxAge = 7 * 24 * time.Hour
+			})
+			replicaBase := "https://" + replica.Addr().String()
+			code, body := getFrom(replicaBase, "alice-token", "/apis/schedscope.io/v1alpha1/namespaces/shop/pods/web/explain?node=tainted-node")
+			if code != http.StatusOK || !strings.Contains(body, "rejected at Filter by TaintToleration") {
+				t.Errorf("serve-only replica %d: explain of tainted-node: %d %s", i, code, body)
+			}
+			// It follows nothing: no follower status, no record received.
+			code, body = getFrom(replicaBase, "alice-token", "/apis/schedscope.io/v1alpha1/status")
+			if code != http.StatusOK || strings.Contains(body, `"follower"`) || !strings.Contains(body, `"attempts":2`) {
+				t.Errorf("serve-only replica %d: status %d %s; want the store's 2 attempts and no follower", i, code, body)
+			}
+			code, body = getFrom(replicaBase, "alice-token", "/metrics")
+			if code != http.StatusOK || !strings.Contains(body, "schedscope_follower_records_received_total 0") {
+				t.Errorf("serve-only replica %d: metrics %d, want schedscope_follower_records_received_total 0", i, code)
+			}
+		}
 	}
 
 	tests := []struct {
@@ -309,6 +339,8 @@ func runSidecar(t *testing.T, streamURL, dir, kubeconfig string, configure func(
 	o.Store = "sqlite://" + filepath.Join(dir, "records.db")
 	o.SchedulerHealthURL, o.SchedulerReadyURL = "", ""
 	o.ClusterHealth = false
+	// The test records finished on 2026-01-02: keep them.
+	o.Retention.MaxAge = 0
 	o.SecureServing.Listener = ln
 	o.SecureServing.BindPort = 0
 	o.Authentication.RemoteKubeConfigFile = kubeconfig
