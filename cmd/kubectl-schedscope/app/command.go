@@ -18,6 +18,7 @@ import (
 // Output formats.
 const (
 	OutputTable = "table"
+	OutputWide  = "wide"
 	OutputJSON  = "json"
 	OutputYAML  = "yaml"
 )
@@ -50,15 +51,15 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
 	fs.StringVar(&o.Server, "server", o.Server, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API.")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), json or yaml.")
 }
 
 // Validate checks the shared flags.
 func (o *Options) Validate() error {
 	switch o.Output {
-	case OutputTable, OutputJSON, OutputYAML:
+	case OutputTable, OutputWide, OutputJSON, OutputYAML:
 	default:
-		return usageErrorf("--output %q: want table, json or yaml", o.Output)
+		return usageErrorf("--output %q: want table, wide, json or yaml", o.Output)
 	}
 	return nil
 }
@@ -109,7 +110,7 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 		// Shown in usage as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl schedscope"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("a subcommand is required: explain or pending")
+			return usageErrorf("a subcommand is required: explain, pending or top")
 		},
 	}
 	cmd.SetVersionTemplate("kubectl schedscope {{.Version}}\n")
@@ -117,7 +118,7 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 	o.AddFlags(cmd.PersistentFlags())
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.AddCommand(newExplainCommand(o), newPendingCommand(o))
+	cmd.AddCommand(newExplainCommand(o), newPendingCommand(o), newTopCommand(o))
 	return cmd
 }
 

@@ -147,11 +147,7 @@ func TestExplainTable(t *testing.T) {
 	srv := httptest.NewServer(sidecar(t))
 	defer srv.Close()
 	kc := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
-	code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL)
-	if code != ExitOK {
-		t.Fatalf("exit code %d, want 0; stderr %s", code, errOut)
-	}
-	want := `Pod:      shop/web (uid uid-web)
+	header := `Pod:      shop/web (uid uid-web)
 Attempt:  1 (profile default-scheduler, finished 2026-01-02T03:04:05Z)
 Result:   scheduled
 Node:     big-2
@@ -165,7 +161,23 @@ NODES  VERDICT        PLUGIN            REASONS
 1      rejected       TaintToleration   node(s) had untolerated taint {dedicated: infra}
 1      not-evaluated  -                 enough feasible nodes found
 
-NODE          VERDICT        PLUGIN            TOTAL  NodeResourcesFit  ImageLocality  DETAIL
+`
+	tests := []struct {
+		name  string
+		flags []string
+		want  string
+	}{{
+		name: "default: the top feasible nodes",
+		want: `NODE   VERDICT   PLUGIN  TOTAL  DETAIL
+big-2  chosen    -       140    rank 1
+big-3  feasible  -       60     rank 2
+big-1  feasible  -       40     rank 3
+... 4 more nodes (--all-nodes, --verdict)
+`,
+	}, {
+		name:  "wide, every node",
+		flags: []string{"-o", "wide", "--all-nodes"},
+		want: `NODE          VERDICT        PLUGIN            TOTAL  NodeResourcesFit  ImageLocality  DETAIL
 big-2         chosen         -                 140    90                50             rank 1
 big-3         feasible       -                 60     60                0              rank 2
 big-1         feasible       -                 40     30                10             rank 3
@@ -173,9 +185,36 @@ small-1       rejected       NodeResourcesFit  -      -                 -       
 small-2       rejected       NodeResourcesFit  -      -                 -              Insufficient cpu
 tainted-node  rejected       TaintToleration   -      -                 -              node(s) had untolerated taint {dedicated: infra}
 far-1         not-evaluated  -                 -      -                 -              enough feasible nodes found
-`
-	if diff := cmp.Diff(want, out); diff != "" {
-		t.Errorf("output (-want +got):\n%s", diff)
+`,
+	}, {
+		name:  "rejected, at most 2",
+		flags: []string{"--verdict", "rejected", "--limit", "2"},
+		want: `NODE     VERDICT   PLUGIN            TOTAL  DETAIL
+small-1  rejected  NodeResourcesFit  -      Insufficient cpu (NodeResourcesFit: small-1 has 500m of cpu free)
+small-2  rejected  NodeResourcesFit  -      Insufficient cpu
+... 5 more nodes (--all-nodes, --verdict)
+`,
+	}, {
+		name:  "the best one",
+		flags: []string{"--limit", "1"},
+		want: `NODE   VERDICT  PLUGIN  TOTAL  DETAIL
+big-2  chosen   -       140    rank 1
+... 6 more nodes (--all-nodes, --verdict)
+`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, append([]string{"explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL}, tt.flags...)...)
+			if code != ExitOK {
+				t.Fatalf("exit code %d, want 0; stderr %s", code, errOut)
+			}
+			if diff := cmp.Diff(header+tt.want, out); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if code, _, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL, "--verdict", "maybe"); code != ExitUsage || !strings.Contains(errOut, `--verdict "maybe"`) {
+		t.Errorf("--verdict maybe: exit code %d, stderr %s; want %d naming the flag", code, errOut, ExitUsage)
 	}
 }
 
@@ -292,7 +331,7 @@ func TestAggregatedRoute(t *testing.T) {
 	kc := kubeconfig(t, apiserver.URL, "alice", "shop")
 
 	code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc)
-	if code != ExitOK || !strings.Contains(out, "big-2         chosen") {
+	if code != ExitOK || !strings.Contains(out, "big-2  chosen") {
 		t.Errorf("through the apiserver: exit code %d; stdout %s; stderr %s", code, out, errOut)
 	}
 	if len(seen) == 0 || seen[0] != v1alpha1.Prefix+"namespaces/shop/pods/web/explain" {
@@ -343,5 +382,54 @@ func TestExplainHints(t *testing.T) {
 		if !strings.Contains(out, tt.want) {
 			t.Errorf("%s: output lacks %q:\n%s", tt.user, tt.want, out)
 		}
+	}
+}
+
+// TestTop counts the fixture's rejections by plugin across namespaces and
+// by node in one; a caller who may not list nodes is refused by node.
+func TestTop(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	carol := kubeconfig(t, "https://apiserver.invalid", "carol", "shop")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{{
+		name: "plugins", args: []string{"top", "plugins", "-A", "--since", "8760h", "--kubeconfig", alice},
+		want: `PLUGIN            ATTEMPTS  NODES REJECTED
+NodeResourcesFit  2         3
+NodeAffinity      1         2
+TaintToleration   1         1
+`,
+	}, {
+		name: "nodes", args: []string{"top", "nodes", "--since", "8760h", "--kubeconfig", alice},
+		want: `NODE          ATTEMPTS  REJECTIONS  BY PLUGIN
+a             1         1           NodeAffinity(1)
+b             1         1           NodeAffinity(1)
+small-1       1         1           NodeResourcesFit(1)
+small-2       1         1           NodeResourcesFit(1)
+tainted-node  1         1           TaintToleration(1)
+`,
+	}, {
+		name: "none in the last hour", args: []string{"top", "plugins", "--kubeconfig", alice},
+		want: "No rejections since",
+	}, {
+		name: "nodes without node rights", args: []string{"top", "nodes", "--since", "8760h", "--kubeconfig", carol}, wantCode: ExitFailure,
+	}, {
+		name: "neither plugins nor nodes", args: []string{"top", "pods", "--kubeconfig", alice}, wantCode: ExitUsage,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, append(tt.args, "--server", srv.URL)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stdout %s; stderr %s", code, tt.wantCode, out, errOut)
+			}
+			if !strings.HasPrefix(out, tt.want) {
+				t.Errorf("output (-want +got):\n%s", cmp.Diff(tt.want, out))
+			}
+		})
 	}
 }

@@ -23,11 +23,24 @@ import (
 // pageSize is the rows fetched per request (the API's maximum).
 const pageSize = 10000
 
+// defaultNodes is how many feasible nodes explain shows by default.
+const defaultNodes = 10
+
+// Row selections of --verdict.
+const (
+	verdictFeasible     = "feasible"
+	verdictRejected     = "rejected"
+	verdictNotEvaluated = "not-evaluated"
+)
+
 type explainOptions struct {
 	*Options
-	pod     string
-	node    string
-	attempt int
+	pod      string
+	node     string
+	attempt  int
+	allNodes bool
+	verdict  string
+	limit    int
 }
 
 func newExplainCommand(o *Options) *cobra.Command {
@@ -35,9 +48,12 @@ func newExplainCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain pod/NAME [-n NAMESPACE]",
 		Short: "Explain where a pod was (not) scheduled and why",
-		Long: `Print the latest scheduling attempt of a pod: one row per node, the chosen
-node first, then the feasible nodes by total score, then the rejected nodes
-grouped by the plugin that rejected them, then the nodes never evaluated.
+		Long: `Print the latest scheduling attempt of a pod: the nodes grouped by verdict,
+what would make an unschedulable pod fit, and the top feasible nodes (the
+chosen node first, then by total score). --all-nodes prints every node: then
+the rejected nodes grouped by the plugin that rejected them, then the nodes
+never evaluated; --verdict keeps the nodes of one verdict. -o wide adds
+each score plugin's column.
 
 With --node, say why the pod did (not) land on that node.
 
@@ -45,6 +61,7 @@ Exit codes: 0 the pod is scheduled, 3 it is pending, 4 no attempt is
 recorded, 2 usage, 1 other errors.`,
 		Example: `  kubectl schedscope explain pod/web-0 -n shop
   kubectl schedscope explain pod/web-0 -n shop --node node-7
+  kubectl schedscope explain pod/web-0 -n shop --verdict rejected --limit 50 -o wide
   kubectl schedscope explain pod/web-0 -n shop -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := e.complete(args); err != nil {
@@ -55,6 +72,9 @@ recorded, 2 usage, 1 other errors.`,
 	}
 	cmd.Flags().StringVar(&e.node, "node", "", "Explain why the pod did (not) land on this node.")
 	cmd.Flags().IntVar(&e.attempt, "attempt", 0, "Explain this attempt (1 is the first); default the latest.")
+	cmd.Flags().BoolVar(&e.allNodes, "all-nodes", false, "Print every node, not only the top feasible ones.")
+	cmd.Flags().StringVar(&e.verdict, "verdict", "", "Print only the nodes of this verdict: feasible, rejected or not-evaluated.")
+	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("Print at most this many nodes (default %d feasible nodes; with --all-nodes or --verdict, all).", defaultNodes))
 	return cmd
 }
 
@@ -74,6 +94,14 @@ func (e *explainOptions) complete(args []string) error {
 	}
 	if e.attempt < 0 {
 		return usageErrorf("--attempt %d: must be at least 1", e.attempt)
+	}
+	switch e.verdict {
+	case "", verdictFeasible, verdictRejected, verdictNotEvaluated:
+	default:
+		return usageErrorf("--verdict %q: want feasible, rejected or not-evaluated", e.verdict)
+	}
+	if e.limit < 0 {
+		return usageErrorf("--limit %d: must be at least 1", e.limit)
 	}
 	e.pod = name
 	return e.Validate()
@@ -123,32 +151,73 @@ func (e *explainOptions) run(ctx context.Context) error {
 	}
 
 	var ex *v1alpha1.Explanation
+	page := pageSize
+	if e.verdict == "" && !e.allNodes && e.Output != OutputJSON && e.Output != OutputYAML {
+		// The feasible nodes come first: the top ones are on the first page.
+		page = e.rowLimit()
+	}
 	for offset := 0; ; {
 		q.Set("offset", strconv.Itoa(offset))
-		q.Set("limit", strconv.Itoa(pageSize))
+		q.Set("limit", strconv.Itoa(page))
 		body, err := c.Get(ctx, path, q)
 		if err != nil {
 			return notFoundOr(err)
 		}
-		var page v1alpha1.Explanation
-		if err := json.Unmarshal(body, &page); err != nil {
+		var got v1alpha1.Explanation
+		if err := json.Unmarshal(body, &got); err != nil {
 			return fmt.Errorf("decoding the explanation: %w", err)
 		}
 		if ex == nil {
-			ex = &page
+			ex = &got
 		} else {
-			ex.Rows = append(ex.Rows, page.Rows...)
+			ex.Rows = append(ex.Rows, got.Rows...)
 		}
-		offset += len(page.Rows)
-		if len(page.Rows) == 0 || offset >= page.TotalRows {
+		offset += len(got.Rows)
+		if len(got.Rows) == 0 || offset >= got.TotalRows || page < pageSize {
 			break
 		}
 	}
 	ex.Offset, ex.Limit = 0, len(ex.Rows)
-	if err := e.print(ex, func(w io.Writer) { PrintExplanation(w, ex) }); err != nil {
+	if err := e.print(ex, func(w io.Writer) { PrintExplanation(w, e.selectRows(ex), e.Output == OutputWide) }); err != nil {
 		return err
 	}
 	return resultCode(ex.Result)
+}
+
+// rowLimit is how many rows to print: --limit, else defaultNodes for the
+// default view and every row with --all-nodes or --verdict.
+func (e *explainOptions) rowLimit() int {
+	switch {
+	case e.limit > 0:
+		return e.limit
+	case e.allNodes || e.verdict != "":
+		return 0
+	}
+	return defaultNodes
+}
+
+// selectRows returns ex with the rows the flags select; TotalRows stays
+// the number of rows the attempt has.
+func (e *explainOptions) selectRows(ex *v1alpha1.Explanation) *v1alpha1.Explanation {
+	out := *ex
+	out.Rows = nil
+	for _, r := range ex.Rows {
+		v := r.Verdict
+		if v == record.VerdictPassed {
+			v = verdictFeasible
+		}
+		switch {
+		case e.verdict != "" && v != e.verdict:
+			continue
+		case e.verdict == "" && !e.allNodes && v != verdictFeasible:
+			continue
+		}
+		out.Rows = append(out.Rows, r)
+	}
+	if n := e.rowLimit(); n > 0 && len(out.Rows) > n {
+		out.Rows = out.Rows[:n]
+	}
+	return &out
 }
 
 func resultCode(r record.Result) error {
@@ -215,8 +284,9 @@ func printHints(w io.Writer, hints []v1alpha1.Hint) {
 }
 
 // PrintExplanation prints an explanation as a header, a table of the
-// verdict groups and, when the caller may see the nodes, a per-node table.
-func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
+// verdict groups, the hints and, when the caller may see the nodes, a
+// table of e.Rows; wide adds a column per score plugin.
+func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
 	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
 	fmt.Fprintf(w, "Result:   %s\n", e.Result)
@@ -248,9 +318,17 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 		return
 	}
 
+	if len(e.Rows) == 0 {
+		fmt.Fprintf(w, "No node to show of %d (--all-nodes, --verdict).\n", e.TotalRows)
+		return
+	}
+	scorePlugins := e.ScorePlugins
+	if !wide {
+		scorePlugins = nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"NODE", "VERDICT", "PLUGIN", "TOTAL"}
-	for _, p := range e.ScorePlugins {
+	for _, p := range scorePlugins {
 		header = append(header, p.Name)
 	}
 	header = append(header, "DETAIL")
@@ -282,7 +360,7 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 			detail = fmt.Sprintf("rank %d", r.Rank)
 		}
 		cols := []string{r.Node, verdict, plugin, total}
-		for i := range e.ScorePlugins {
+		for i := range scorePlugins {
 			if i < len(r.Scores) {
 				cols = append(cols, strconv.FormatInt(r.Scores[i], 10))
 			} else {
@@ -294,6 +372,11 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation) {
 	}
 	tw.Flush()
 	if e.TotalRows > len(e.Rows) {
-		fmt.Fprintf(w, "... %d more nodes\n", e.TotalRows-len(e.Rows))
+		more := e.TotalRows - len(e.Rows)
+		noun := "nodes"
+		if more == 1 {
+			noun = "node"
+		}
+		fmt.Fprintf(w, "... %d more %s (--all-nodes, --verdict)\n", more, noun)
 	}
 }

@@ -201,7 +201,7 @@ func checkOutOfTreePlugins(t *testing.T, records map[string]*record.Attempt) {
 		if !shown && len(rec.Details) > 0 {
 			// One pod as kubectl schedscope explain prints it.
 			var out strings.Builder
-			kubectlapp.PrintExplanation(&out, explain.Explain(rec, explain.Options{Group: explain.AllGroups}))
+			kubectlapp.PrintExplanation(&out, explain.Explain(rec, explain.Options{Group: explain.AllGroups}), true)
 			t.Logf("pod %s, as kubectl schedscope explain prints it:\n%s", name, out.String())
 			shown = true
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -47,6 +48,23 @@ func TestHints(t *testing.T) {
 		h := waitForHint(t, hintPod(t, ns, "tolerate", "2", nil), v1alpha1.HintTolerate, "TaintToleration")
 		if h.Nodes != 2 || h.Taint == nil || h.Taint.Key != "dedicated" || h.Taint.Value != "db" {
 			t.Fatalf("hint %+v: want 2 nodes tolerating dedicated=db", h)
+		}
+		// kubectl schedscope shows the hint, by default and wide, and top
+		// counts the rejection.
+		for _, args := range [][]string{
+			{"explain", "pod/tolerate", "-n", ns},
+			{"explain", "pod/tolerate", "-n", ns, "-o", "wide"},
+			{"top", "plugins", "-n", ns},
+		} {
+			code, out := runPlugin(t, cp.Kubeconfig, append(args, "--server", sidecar.URL, "--insecure-skip-tls-verify")...)
+			want := regexp.QuoteMeta("TaintToleration: 2 nodes would fit if the pod tolerated dedicated=db:NoSchedule (hint-tainted-1, hint-tainted-2)")
+			if args[0] == "top" {
+				want = `TaintToleration +1 +2\n`
+			}
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("kubectl schedscope %s: exit %d, output lacks %q:\n%s", strings.Join(args, " "), code, want, out)
+			}
+			t.Logf("kubectl schedscope %s\n%s", strings.Join(args, " "), out)
 		}
 		deletePod(t, ns, "tolerate")
 		applied := hintPod(t, ns, "tolerating", "2", func(p *v1.Pod) {

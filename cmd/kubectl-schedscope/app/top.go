@@ -1,0 +1,132 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+)
+
+type topOptions struct {
+	*Options
+	by            string
+	allNamespaces bool
+	since         time.Duration
+	limit         int
+}
+
+func newTopCommand(o *Options) *cobra.Command {
+	t := &topOptions{Options: o}
+	cmd := &cobra.Command{
+		Use:   "top plugins|nodes [-n NAMESPACE | -A] [--since 1h]",
+		Short: "Which plugins reject most nodes, and which nodes are rejected most and why",
+		Long: `Count the Filter rejections of the attempts recorded in a time window: by
+plugin (the attempts it rejected a node in, and the nodes it rejected), or
+by node (how often each was rejected, and by which plugins). Listing by
+node needs the right to list nodes.`,
+		Example: `  kubectl schedscope top plugins -A --since 1h
+  kubectl schedscope top nodes -n shop --since 24h --limit 20`,
+		ValidArgs: []string{"plugins", "nodes"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := t.complete(args); err != nil {
+				return err
+			}
+			return t.run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&t.allNamespaces, "all-namespaces", "A", false, "Count the attempts of every namespace (needs list pods at the cluster scope).")
+	cmd.Flags().DurationVar(&t.since, "since", time.Hour, "Count the attempts of this long ago until now.")
+	cmd.Flags().IntVar(&t.limit, "limit", 10, "At most this many rows.")
+	return cmd
+}
+
+func (t *topOptions) complete(args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("top takes one argument, plugins or nodes; got %d", len(args))
+	}
+	switch args[0] {
+	case "plugins", "plugin":
+		t.by = v1alpha1.ByPlugin
+	case "nodes", "node":
+		t.by = v1alpha1.ByNode
+	default:
+		return usageErrorf("top %q: want plugins or nodes", args[0])
+	}
+	if t.since <= 0 || t.since > v1alpha1.MaxRejectionAge {
+		return usageErrorf("--since %s: want more than 0 and at most %s", t.since, v1alpha1.MaxRejectionAge)
+	}
+	if t.limit < 1 || t.limit > v1alpha1.MaxLimit {
+		return usageErrorf("--limit %d: want 1 to %d", t.limit, v1alpha1.MaxLimit)
+	}
+	return t.Validate()
+}
+
+func (t *topOptions) run(ctx context.Context) error {
+	c, err := t.newClient()
+	if err != nil {
+		return err
+	}
+	path := v1alpha1.Prefix + "rejections"
+	if !t.allNamespaces {
+		ns, err := t.namespace()
+		if err != nil {
+			return err
+		}
+		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/rejections"
+	}
+	q := url.Values{v1alpha1.ParamBy: {t.by}, v1alpha1.ParamSince: {t.since.String()}, v1alpha1.ParamLimit: {strconv.Itoa(t.limit)}}
+	body, err := c.Get(ctx, path, q)
+	if err != nil {
+		return notFoundOr(err)
+	}
+	var list v1alpha1.RejectionList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("decoding the rejections: %w", err)
+	}
+	return t.print(&list, func(w io.Writer) { PrintRejections(w, &list) })
+}
+
+// PrintRejections prints rejection counts as a table, most first.
+func PrintRejections(w io.Writer, list *v1alpha1.RejectionList) {
+	if len(list.Items) == 0 {
+		fmt.Fprintf(w, "No rejections since %s.\n", list.Since.Format(time.RFC3339))
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if list.By == v1alpha1.ByNode {
+		fmt.Fprintln(tw, "NODE\tATTEMPTS\tREJECTIONS\tBY PLUGIN")
+	} else {
+		fmt.Fprintln(tw, "PLUGIN\tATTEMPTS\tNODES REJECTED")
+	}
+	for _, it := range list.Items {
+		if list.By != v1alpha1.ByNode {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", it.Key, it.Attempts, it.Nodes)
+			continue
+		}
+		plugins := make([]string, 0, len(it.Plugins))
+		for p := range it.Plugins {
+			plugins = append(plugins, p)
+		}
+		slices.SortFunc(plugins, func(a, b string) int {
+			if d := it.Plugins[b] - it.Plugins[a]; d != 0 {
+				return int(d)
+			}
+			return strings.Compare(a, b)
+		})
+		for i, p := range plugins {
+			plugins[i] = fmt.Sprintf("%s(%d)", p, it.Plugins[p])
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", it.Key, it.Attempts, it.Nodes, strings.Join(plugins, ","))
+	}
+	tw.Flush()
+}
