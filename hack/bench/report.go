@@ -37,7 +37,7 @@ func (s *summary) printRecords(w io.Writer) {
 }
 
 // micro runs the recorder and tracer micro-benchmarks and the sidecar's
-// ingest benchmark, printing their output to table and saving it to
+// ingest benchmarks (follower to SQLite; SQLite against PostgreSQL), printing their output to table and saving it to
 // microFile (for benchstat against another checkout's), and compares the
 // ingest rate with the scheduler's peak throughput.
 func micro(ctx context.Context, table, raw io.Writer, microFile string, peak float64) error {
@@ -60,6 +60,12 @@ func micro(ctx context.Context, table, raw io.Writer, microFile string, peak flo
 	follow.Stdout, follow.Stderr = io.MultiWriter(table, f, &ingest), raw
 	if err := follow.Run(); err != nil {
 		return fmt.Errorf("ingest benchmark: %w", err)
+	}
+	fmt.Fprintln(table, "\nStore ingest of 5000-node records, SQLite against PostgreSQL written by 1 and 3 sidecars at once (BenchmarkIngest):")
+	stores := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkIngest", "-benchtime", "1000x", "./pkg/sidecar/store/postgres")
+	stores.Stdout, stores.Stderr = io.MultiWriter(table, f, &ingest), raw
+	if err := stores.Run(); err != nil {
+		return fmt.Errorf("store ingest benchmark: %w", err)
 	}
 	if peak > 0 {
 		rates := recordsPerSecond(ingest.String())
