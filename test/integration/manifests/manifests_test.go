@@ -2,7 +2,8 @@
 // `helm template` over several values sets, applies each rendering to a
 // real kube-apiserver with server-side apply and strict field validation,
 // reads every object back, and checks that the RBAC it grants is what the
-// scheduler and the sidecar need.
+// scheduler and the sidecar need; and installs, upgrades and uninstalls it
+// with helm.
 package manifests
 
 import (
@@ -10,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,6 +28,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -957,5 +960,82 @@ func TestDashboard(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestInstallUpgrade installs the chart with helm into a kube-apiserver of
+// its own, upgrades it and uninstalls it: the upgrade changes the images
+// and keeps the generated certificate and the APIService's caBundle (the
+// kube-apiserver goes on trusting the sidecar); uninstalling keeps the
+// database's claim and removes the rest.
+func TestInstallUpgrade(t *testing.T) {
+	cp := framework.StartTestControlPlane(t)
+	ctx := context.Background()
+	bin, err := framework.Binary("helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "upgrade"
+	helm := func(args ...string) {
+		t.Helper()
+		args = append(args, "--namespace", ns, "--kubeconfig", cp.Kubeconfig)
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// certificate returns the sidecar's certificate and the APIService's caBundle.
+	certificate := func() (string, string) {
+		t.Helper()
+		s, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, "schedscope-sidecar-tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.schedscope.io").DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var svc struct {
+			Spec struct {
+				CABundle []byte `json:"caBundle"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(raw, &svc); err != nil {
+			t.Fatal(err)
+		}
+		if err := verifyServing(base64.StdEncoding.EncodeToString(svc.Spec.CABundle), base64.StdEncoding.EncodeToString(s.Data["tls.crt"]),
+			base64.StdEncoding.EncodeToString(s.Data["tls.key"]), "schedscope-sidecar."+ns+".svc"); err != nil {
+			t.Errorf("the installed APIService's caBundle and Secret schedscope-sidecar-tls: %v", err)
+		}
+		return string(s.Data["tls.crt"]), string(svc.Spec.CABundle)
+	}
+	image := func() string {
+		t.Helper()
+		d, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "schedscope", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+
+	helm("install", "schedscope", framework.ChartDir(), "--create-namespace", "--set", "sidecar.persistence.enabled=true")
+	crt, caBundle := certificate()
+	helm("upgrade", "schedscope", framework.ChartDir(), "--reuse-values", "--set", "image.tag=v0.1.1")
+	if got := image(); got != "ghcr.io/schedscope/schedscope-scheduler:v0.1.1" {
+		t.Errorf("after the upgrade the scheduler's image is %s, want tag v0.1.1", got)
+	}
+	if crt2, caBundle2 := certificate(); crt2 != crt || caBundle2 != caBundle {
+		t.Error("the upgrade replaced the sidecar's certificate or the APIService's caBundle")
+	}
+
+	helm("uninstall", "schedscope")
+	if _, err := cp.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "schedscope-data", metav1.GetOptions{}); err != nil {
+		t.Errorf("uninstalling removed the database's claim: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, "schedscope", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("uninstalling left Deployment %s/schedscope", ns)
 	}
 }
