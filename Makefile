@@ -58,6 +58,7 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... ./hack/otlpsink $(UPSTREAM)
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
+	cp cmd/kubectl-schedscope/kubectl_complete-schedscope $(BIN)/
 	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 .PHONY: build-tools

@@ -140,7 +140,7 @@ func (s *stack) kubectlExplain(pod string) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	cmd := exec.Command(bin, "explain", "pod/"+pod, "-n", demoNamespace, "--server", s.sidecarURL, "--insecure-skip-tls-verify")
+	cmd := exec.Command(bin, "explain", "pod/"+pod, "-n", demoNamespace, "--sidecar-url", s.sidecarURL, "--insecure-skip-tls-verify")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -200,7 +200,7 @@ func (s *stack) printWhereToLook(d *demo) {
 	fmt.Fprintf(w, "  kube-apiserver       %s   (KUBECONFIG=%s)\n", s.cp.Config.Host, s.cp.Kubeconfig)
 	fmt.Fprintf(w, "  logs                 %s/*.log\n\n", s.dir)
 	fmt.Fprintf(w, "Why is pod %s/%s pending?\n\n", demoNamespace, unschedulable)
-	fmt.Fprintf(w, "  PATH=%s:$PATH KUBECONFIG=%s \\\n    kubectl schedscope explain pod/%s -n %s --server %s --insecure-skip-tls-verify\n\n",
+	fmt.Fprintf(w, "  PATH=%s:$PATH KUBECONFIG=%s \\\n    kubectl schedscope explain pod/%s -n %s --sidecar-url %s --insecure-skip-tls-verify\n\n",
 		bin, s.cp.Kubeconfig, unschedulable, demoNamespace, s.sidecarURL)
 	fmt.Fprintf(w, "  KUBECONFIG=%s kubectl get pods -n %s -o wide\n\n", s.cp.Kubeconfig, demoNamespace)
 	fmt.Fprintln(w, "Press Ctrl-C to stop everything.")

@@ -26,10 +26,10 @@ const (
 // Options are the flags shared by every subcommand.
 type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
-	// Server is the sidecar's address; empty means the kube-apiserver,
+	// SidecarURL is the sidecar's address; empty means the kube-apiserver,
 	// which serves the sidecar's API as an aggregated API.
-	Server string
-	Output string
+	SidecarURL string
+	Output     string
 
 	genericiooptions.IOStreams
 
@@ -40,8 +40,6 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	cf := genericclioptions.NewConfigFlags(true)
-	// --server names the sidecar here; the apiserver comes from the kubeconfig.
-	cf.APIServer = nil
 	o := &Options{ConfigFlags: cf, Output: OutputTable, IOStreams: streams}
 	o.newClient = o.client
 	return o
@@ -50,7 +48,7 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 // AddFlags adds the shared flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
-	fs.StringVar(&o.Server, "server", o.Server, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API.")
+	fs.StringVar(&o.SidecarURL, "sidecar-url", o.SidecarURL, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API. The kubeconfig's credentials are never sent over plain http except to loopback.")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), json or yaml.")
 }
 
@@ -66,15 +64,15 @@ func (o *Options) Validate() error {
 
 func (o *Options) client() (client.Client, error) {
 	cfg, err := o.ConfigFlags.ToRESTConfig()
-	if o.Server != "" {
+	if o.SidecarURL != "" {
 		if err != nil {
 			// A direct address needs no kubeconfig; without one the
 			// request carries no credentials.
 			cfg = nil
 		}
-		c, err := client.NewDirect(o.Server, cfg)
+		c, err := client.NewDirect(o.SidecarURL, cfg)
 		if err != nil {
-			return nil, usageErrorf("--server %v", err)
+			return nil, usageErrorf("--sidecar-url %v", err)
 		}
 		return c, nil
 	}
@@ -110,15 +108,16 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 		// Shown in usage as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl schedscope"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("a subcommand is required: explain, pending or top")
+			return usageErrorf("a subcommand is required: explain, history, pending, top, status or version")
 		},
 	}
 	cmd.SetVersionTemplate("kubectl schedscope {{.Version}}\n")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	o.AddFlags(cmd.PersistentFlags())
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(OutputTable, OutputWide, OutputJSON, OutputYAML))
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.AddCommand(newExplainCommand(o), newPendingCommand(o), newTopCommand(o))
+	cmd.AddCommand(newExplainCommand(o), newHistoryCommand(o), newPendingCommand(o), newTopCommand(o), newStatusCommand(o), newVersionCommand(o))
 	return cmd
 }
 

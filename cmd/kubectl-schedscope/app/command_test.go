@@ -204,7 +204,7 @@ big-2  chosen   -       140    rank 1
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := run(t, append([]string{"explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL}, tt.flags...)...)
+			code, out, errOut := run(t, append([]string{"explain", "pod/web", "--kubeconfig", kc, "--sidecar-url", srv.URL}, tt.flags...)...)
 			if code != ExitOK {
 				t.Fatalf("exit code %d, want 0; stderr %s", code, errOut)
 			}
@@ -213,7 +213,7 @@ big-2  chosen   -       140    rank 1
 			}
 		})
 	}
-	if code, _, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc, "--server", srv.URL, "--verdict", "maybe"); code != ExitUsage || !strings.Contains(errOut, `--verdict "maybe"`) {
+	if code, _, errOut := run(t, "explain", "pod/web", "--kubeconfig", kc, "--sidecar-url", srv.URL, "--verdict", "maybe"); code != ExitUsage || !strings.Contains(errOut, `--verdict "maybe"`) {
 		t.Errorf("--verdict maybe: exit code %d, stderr %s; want %d naming the flag", code, errOut, ExitUsage)
 	}
 }
@@ -249,14 +249,14 @@ func TestExitCodesAndFormats(t *testing.T) {
 		{name: "pending in namespace", args: []string{"pending", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"shop       db    default-scheduler  1         unschedulable", "NodeAffinity(2)"}},
 		{name: "pending everywhere", args: []string{"pending", "-A", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"batch", "shop"}},
 		{name: "pending yaml", args: []string{"pending", "-A", "-o", "yaml", "--kubeconfig", alice}, wantCode: ExitOK, wantOut: []string{"name: job", "result: unschedulable"}},
-		{name: "unreachable sidecar", args: []string{"pending", "--kubeconfig", alice, "--server", "http://127.0.0.1:1"}, wantCode: ExitFailure, wantErrOut: []string{"reaching the sidecar"}},
-		{name: "credentials over plain http", args: []string{"pending", "--kubeconfig", alice, "--server", "http://sidecar.example:8080"}, wantCode: ExitUsage, wantErrOut: []string{"refusing to send the kubeconfig's credentials over plain http"}},
+		{name: "unreachable sidecar", args: []string{"pending", "--kubeconfig", alice, "--sidecar-url", "http://127.0.0.1:1"}, wantCode: ExitFailure, wantErrOut: []string{"reaching the sidecar"}},
+		{name: "credentials over plain http", args: []string{"pending", "--kubeconfig", alice, "--sidecar-url", "http://sidecar.example:8080"}, wantCode: ExitUsage, wantErrOut: []string{"refusing to send the kubeconfig's credentials over plain http"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args
-			if !strings.Contains(strings.Join(args, " "), "--server") {
-				args = append(args, "--server", srv.URL)
+			if !strings.Contains(strings.Join(args, " "), "--sidecar-url") {
+				args = append(args, "--sidecar-url", srv.URL)
 			}
 			code, out, errOut := run(t, args...)
 			if code != tt.wantCode {
@@ -282,7 +282,7 @@ func TestExplainJSONAndYAML(t *testing.T) {
 	kc := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
 	for _, format := range []string{"json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
-			code, out, errOut := run(t, "explain", "pod/web", "-o", format, "--kubeconfig", kc, "--server", srv.URL)
+			code, out, errOut := run(t, "explain", "pod/web", "-o", format, "--kubeconfig", kc, "--sidecar-url", srv.URL)
 			if code != ExitOK {
 				t.Fatalf("exit code %d; stderr %s", code, errOut)
 			}
@@ -337,6 +337,11 @@ func TestAggregatedRoute(t *testing.T) {
 	if len(seen) == 0 || seen[0] != v1alpha1.Prefix+"namespaces/shop/pods/web/explain" {
 		t.Errorf("paths %v", seen)
 	}
+	// --server names the apiserver, as it does to kubectl.
+	elsewhere := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	if code, out, errOut := run(t, "explain", "pod/web", "--kubeconfig", elsewhere, "--server", apiserver.URL); code != ExitOK || !strings.Contains(out, "big-2  chosen") {
+		t.Errorf("--server %s: exit code %d; stdout %s; stderr %s", apiserver.URL, code, out, errOut)
+	}
 	aggregated = false
 	code, _, errOut = run(t, "explain", "pod/web", "--kubeconfig", kc)
 	if code != ExitFailure || !strings.Contains(errOut, "is the APIService v1alpha1.schedscope.io installed") {
@@ -351,7 +356,7 @@ func TestExplainWithoutNodeRights(t *testing.T) {
 	defer srv.Close()
 	carol := kubeconfig(t, "https://apiserver.invalid", "carol", "shop")
 	for _, output := range []string{"table", "json"} {
-		code, out, errOut := run(t, "explain", "pod/web", "-o", output, "--kubeconfig", carol, "--server", srv.URL)
+		code, out, errOut := run(t, "explain", "pod/web", "-o", output, "--kubeconfig", carol, "--sidecar-url", srv.URL)
 		if code != ExitOK {
 			t.Fatalf("-o %s: exit code %d: %s", output, code, errOut)
 		}
@@ -375,7 +380,7 @@ func TestExplainHints(t *testing.T) {
 		{"carol", "What would make it fit:\n  NodeAffinity: 2 nodes would fit with label disk=ssd: add it to one, or change the pod's node selector or affinity\n"},
 	} {
 		kc := kubeconfig(t, "https://apiserver.invalid", tt.user, "shop")
-		code, out, errOut := run(t, "explain", "pod/db", "--kubeconfig", kc, "--server", srv.URL)
+		code, out, errOut := run(t, "explain", "pod/db", "--kubeconfig", kc, "--sidecar-url", srv.URL)
 		if code != ExitPending {
 			t.Fatalf("%s: exit code %d, want %d; stderr %s", tt.user, code, ExitPending, errOut)
 		}
@@ -423,12 +428,81 @@ tainted-node  1         1           TaintToleration(1)
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := run(t, append(tt.args, "--server", srv.URL)...)
+			code, out, errOut := run(t, append(tt.args, "--sidecar-url", srv.URL)...)
 			if code != tt.wantCode {
 				t.Fatalf("exit code %d, want %d; stdout %s; stderr %s", code, tt.wantCode, out, errOut)
 			}
 			if !strings.HasPrefix(out, tt.want) {
 				t.Errorf("output (-want +got):\n%s", cmp.Diff(tt.want, out))
+			}
+		})
+	}
+}
+
+// TestHistoryStatusVersion runs the other subcommands on the fixture.
+func TestHistoryStatusVersion(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{{
+		name: "history",
+		args: []string{"history", "pod/db"},
+		want: `ATTEMPT  RESULT         NODE  REJECTED BY      FINISHED              MESSAGE
+1        unschedulable  -     NodeAffinity(2)  2026-01-02T03:04:06Z  0/2 nodes are available
+`,
+	}, {
+		name: "history of a pod never seen", args: []string{"history", "pod/nobody"}, wantCode: ExitNotFound,
+	}, {
+		name: "status",
+		args: []string{"status"},
+		want: `Stream:    not followed by this sidecar
+Store:     3 attempts (0 folded repeats), 3 pods,`,
+	}, {
+		name: "version", args: []string{"version"}, want: "kubectl schedscope devel\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, append(tt.args, "--kubeconfig", alice, "--sidecar-url", srv.URL)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stdout %s; stderr %s", code, tt.wantCode, out, errOut)
+			}
+			if !strings.HasPrefix(out, tt.want) {
+				t.Errorf("output (-want +got):\n%s", cmp.Diff(tt.want, out))
+			}
+		})
+	}
+}
+
+// TestCompletion: the __complete command kubectl_complete-schedscope runs
+// completes subcommands, flag values and the pods the sidecar has records of.
+func TestCompletion(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"subcommands", []string{"__complete", "hi"}, "history\tList every recorded scheduling attempt of a pod, oldest first\n:4\n"},
+		{"pods", []string{"__complete", "explain", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/"}, "pod/db\npod/web\n:4\n"},
+		{"pods by prefix", []string{"__complete", "history", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/w"}, "pod/web\n:4\n"},
+		{"verdicts", []string{"__complete", "explain", "pod/web", "--verdict", ""}, "feasible\nrejected\nnot-evaluated\n:4\n"},
+		{"outputs", []string{"__complete", "top", "-o", ""}, "table\nwide\njson\nyaml\n:4\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != ExitOK {
+				t.Fatalf("exit code %d; stderr %s", code, errOut)
+			}
+			if diff := cmp.Diff(tt.want, out); diff != "" {
+				t.Errorf("completion (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -74,6 +74,8 @@ recorded, 2 usage, 1 other errors.`,
 	cmd.Flags().IntVar(&e.attempt, "attempt", 0, "Explain this attempt (1 is the first); default the latest.")
 	cmd.Flags().BoolVar(&e.allNodes, "all-nodes", false, "Print every node, not only the top feasible ones.")
 	cmd.Flags().StringVar(&e.verdict, "verdict", "", "Print only the nodes of this verdict: feasible, rejected or not-evaluated.")
+	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictFeasible, verdictRejected, verdictNotEvaluated))
+	cmd.ValidArgsFunction = o.completePods
 	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("Print at most this many nodes (default %d feasible nodes; with --all-nodes or --verdict, all).", defaultNodes))
 	return cmd
 }
@@ -82,15 +84,9 @@ func (e *explainOptions) complete(args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("explain takes one argument, pod/NAME; got %d", len(args))
 	}
-	name := args[0]
-	for _, prefix := range []string{"pod/", "pods/", "po/"} {
-		if strings.HasPrefix(name, prefix) {
-			name = strings.TrimPrefix(name, prefix)
-			break
-		}
-	}
-	if name == "" || strings.Contains(name, "/") {
-		return usageErrorf("argument %q: want pod/NAME", args[0])
+	name, err := parsePodArg(args[0])
+	if err != nil {
+		return err
 	}
 	if e.attempt < 0 {
 		return usageErrorf("--attempt %d: must be at least 1", e.attempt)

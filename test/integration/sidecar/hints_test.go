@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,7 +59,7 @@ func TestHints(t *testing.T) {
 			{"explain", "pod/tolerate", "-n", ns, "-o", "wide"},
 			{"top", "plugins", "-n", ns},
 		} {
-			code, out := runPlugin(t, cp.Kubeconfig, append(args, "--server", sidecar.URL, "--insecure-skip-tls-verify")...)
+			code, out := runPlugin(t, cp.Kubeconfig, append(args, "--sidecar-url", sidecar.URL, "--insecure-skip-tls-verify")...)
 			want := regexp.QuoteMeta("TaintToleration: 2 nodes would fit if the pod tolerated dedicated=db:NoSchedule (hint-tainted-1, hint-tainted-2)")
 			if args[0] == "top" {
 				want = `TaintToleration +1 +2\n`
@@ -65,6 +68,13 @@ func TestHints(t *testing.T) {
 				t.Errorf("kubectl schedscope %s: exit %d, output lacks %q:\n%s", strings.Join(args, " "), code, want, out)
 			}
 			t.Logf("kubectl schedscope %s\n%s", strings.Join(args, " "), out)
+		}
+		// kubectl completes the pod through kubectl_complete-schedscope.
+		complete := exec.Command(filepath.Join(framework.BinDir(), "kubectl_complete-schedscope"),
+			"explain", "-n", ns, "--sidecar-url", sidecar.URL, "--insecure-skip-tls-verify", "pod/tol")
+		complete.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "PATH="+framework.BinDir()+":"+os.Getenv("PATH"))
+		if out, err := complete.Output(); err != nil || string(out) != "pod/tolerate\n:4\n" {
+			t.Errorf("kubectl_complete-schedscope explain pod/tol: %v, %q; want pod/tolerate", err, out)
 		}
 		deletePod(t, ns, "tolerate")
 		applied := hintPod(t, ns, "tolerating", "2", func(p *v1.Pod) {

@@ -169,7 +169,7 @@ func TestExplainScenarios(t *testing.T) {
 		{"web", 0, []string{"ex-big", "ex-tainted", "TaintToleration"}},
 		{"huge", 3, []string{"ex-big", "NodeResourcesFit", "Insufficient cpu"}},
 	} {
-		code, out := runPlugin(t, cp.Kubeconfig, "explain", "pod/"+tt.pod, "-n", "explain", "--all-nodes", "--server", sidecar.URL, "--insecure-skip-tls-verify")
+		code, out := runPlugin(t, cp.Kubeconfig, "explain", "pod/"+tt.pod, "-n", "explain", "--all-nodes", "--sidecar-url", sidecar.URL, "--insecure-skip-tls-verify")
 		if code != tt.wantCode {
 			t.Errorf("kubectl schedscope explain pod/%s exited %d, want %d:\n%s", tt.pod, code, tt.wantCode, out)
 		}
