@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -229,7 +230,12 @@ func (o *Options) handler(st store.Store, apiConfig api.Config, reg *prometheus.
 	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), apiConfig.Authenticator, apiConfig.Authorizer))
 	mux.Handle(v1alpha1.Prefix, apiHandler)
 	api.RegisterDiscovery(mux)
-	mux.Handle("/", web.Handler(web.Config{TraceURL: o.TraceURL}))
+	page := web.Handler(web.Config{TraceURL: o.TraceURL})
+	mux.Handle("/", page)
+	// The page also under the API's path, where the kube-apiserver's
+	// aggregator (and so kubectl proxy) reaches it with the caller's
+	// credentials.
+	mux.Handle(v1alpha1.UIPath, http.StripPrefix(strings.TrimSuffix(v1alpha1.UIPath, "/"), page))
 	return mux, nil
 }
 

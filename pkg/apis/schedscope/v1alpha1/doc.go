@@ -18,6 +18,12 @@ const (
 // Prefix is where the API is served.
 const Prefix = "/apis/" + GroupName + "/" + Version + "/"
 
+// UIPath is where the web page is served under the API's path, so that
+// the kube-apiserver's aggregator, and kubectl proxy through it, serve it
+// with the caller's own credentials; the kube-apiserver authorizes it as
+// the resource "ui" of the group.
+const UIPath = Prefix + "ui/"
+
 // Bounds of the limit parameters.
 const (
 	DefaultLimit    = 100

@@ -26,12 +26,17 @@ function fill(parent, ...children) {
   parent.replaceChildren(...children.flat(Infinity).filter(c => c !== null && c !== undefined));
 }
 
+// apiRoot is where the API's paths start: the server's root, whether the
+// page is served at / or under the API's own path (/apis/schedscope.io/
+// v1alpha1/ui/, which kubectl proxy reaches with the user's credentials).
+const apiRoot = location.pathname.replace(/apis\/schedscope\.io\/v1alpha1\/ui\/.*$/, '').replace(/[^/]*$/, '');
+
 function token() { return sessionStorage.getItem('schedscope-token') || ''; }
 
 async function api(path) {
   const headers = { Accept: 'application/json' };
   if (token()) headers.Authorization = 'Bearer ' + token();
-  const resp = await fetch(path, { headers, credentials: 'same-origin' });
+  const resp = await fetch(apiRoot + path, { headers, credentials: 'same-origin' });
   let body = null;
   try { body = await resp.json(); } catch (e) { /* not JSON */ }
   if (!resp.ok) {
@@ -103,25 +108,47 @@ async function orNote(path) {
   }
 }
 
-function namespaceForm(ns) {
-  const input = el('input', { name: 'ns', placeholder: 'all namespaces', value: ns || '' });
+// homeHref is the home page's address for a state.
+function homeHref(state) {
+  const q = new URLSearchParams();
+  if (state.ns) q.set('ns', state.ns);
+  if (state.q) q.set('q', state.q);
+  if (state.result) q.set('result', state.result);
+  const qs = q.toString();
+  return '#/' + (qs ? '?' + qs : '');
+}
+
+function namespaceForm(state) {
+  const ns = el('input', { name: 'ns', placeholder: 'all namespaces', value: state.ns || '' });
+  const search = el('input', { name: 'q', class: 'search', placeholder: 'pod name or UID prefix', value: state.q || '' });
+  const result = el('select', { name: 'result' }, ['', 'scheduled', 'unschedulable', 'error'].map(r =>
+    el('option', { value: r, text: r || 'any result', ...(r === (state.result || '') ? { selected: 'selected' } : {}) })));
   return el('form', { class: 'namespace', onsubmit: ev => {
     ev.preventDefault();
-    location.hash = input.value ? '#/?ns=' + encodeURIComponent(input.value) : '#/';
-  } }, el('label', {}, 'Namespace ', input), el('button', { type: 'submit', text: 'Show' }));
+    location.hash = homeHref({ ns: ns.value, q: search.value, result: result.value });
+  } }, el('label', {}, 'Namespace ', ns), el('label', {}, 'Search ', search), el('label', {}, 'Result ', result),
+  el('button', { type: 'submit', text: 'Show' }));
+}
+
+// matches reports whether a pod's latest attempt passes the search (a part
+// of the pod's name, or a prefix of its UID) and the result filter.
+function matches(p, state) {
+  const q = (state.q || '').toLowerCase();
+  if (q && !p.pod.name.toLowerCase().includes(q) && !p.pod.uid.toLowerCase().startsWith(q)) return false;
+  return !state.result || p.latest.result === state.result;
 }
 
 async function renderHome(main, state) {
   const base = 'apis/schedscope.io/v1alpha1/' + (state.ns ? 'namespaces/' + encodeURIComponent(state.ns) + '/' : '');
   const [pending, recent, byPlugin, byNode] = await Promise.all([
-    orNote(base + 'pending?limit=200'), orNote(base + 'pods?limit=100'),
+    orNote(base + 'pending?limit=200'), orNote(base + 'pods?limit=' + (state.q || state.result ? 1000 : 100)),
     orNote(base + 'rejections?by=plugin&since=1h&limit=10'), orNote(base + 'rejections?by=node&since=1h&limit=10')]);
   fill(main,
-    namespaceForm(state.ns),
+    namespaceForm(state),
     el('h2', { text: 'Pending pods' + (state.ns ? ' in ' + state.ns : '') }),
-    pending.note || podTable(pending.items, 'No pending pods.'),
+    pending.note || podTable(pending.items.filter(p => matches(p, state)), state.q || state.result ? 'No pending pod matches.' : 'No pending pods.'),
     el('h2', { text: 'Recent pods' }),
-    recent.note || podTable(recent.items, 'No attempts recorded yet.'),
+    recent.note || podTable(recent.items.filter(p => matches(p, state)), state.q || state.result ? 'No pod matches.' : 'No attempts recorded yet.'),
     el('div', { class: 'columns' },
       el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), byPlugin.note || rejectionTable(byPlugin, 'Plugin')),
       el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), byNode.note || rejectionTable(byNode, 'Node'))));
@@ -298,7 +325,8 @@ function parseRoute() {
     return { view: 'pod', ns: parts[1], name: parts[2], attempt: Number(q.get('attempt')) || 0,
       group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
   }
-  return { view: 'home', ns: new URLSearchParams(query || '').get('ns') || '' };
+  const q = new URLSearchParams(query || '');
+  return { view: 'home', ns: q.get('ns') || '', q: q.get('q') || '', result: q.get('result') || '' };
 }
 
 async function render() {
