@@ -507,3 +507,20 @@ func TestCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainWaitAndNoFeasibleNode: --wait answers as soon as an attempt is
+// recorded and gives up with not found; with no feasible node the default
+// view shows the rejected ones.
+func TestExplainWaitAndNoFeasibleNode(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	code, out, errOut := run(t, "explain", "pod/db", "--wait", "5s", "--kubeconfig", alice, "--sidecar-url", srv.URL)
+	if code != ExitPending || !strings.Contains(out, "NODE  VERDICT   PLUGIN        TOTAL  DETAIL\na     rejected  NodeAffinity") {
+		t.Errorf("explain pod/db --wait 5s: exit code %d, want %d with the rejected nodes; stdout %s; stderr %s", code, ExitPending, out, errOut)
+	}
+	code, _, errOut = run(t, "explain", "pod/nobody", "--wait", "1s", "--kubeconfig", alice, "--sidecar-url", srv.URL)
+	if code != ExitNotFound || !strings.Contains(errOut, "no attempt of pod shop/nobody recorded within 1s") {
+		t.Errorf("explain pod/nobody --wait 1s: exit code %d, want %d; stderr %s", code, ExitNotFound, errOut)
+	}
+}

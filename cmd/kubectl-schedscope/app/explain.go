@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
@@ -41,6 +43,7 @@ type explainOptions struct {
 	allNodes bool
 	verdict  string
 	limit    int
+	wait     time.Duration
 }
 
 func newExplainCommand(o *Options) *cobra.Command {
@@ -50,7 +53,8 @@ func newExplainCommand(o *Options) *cobra.Command {
 		Short: "Explain where a pod was (not) scheduled and why",
 		Long: `Print the latest scheduling attempt of a pod: the nodes grouped by verdict,
 what would make an unschedulable pod fit, and the top feasible nodes (the
-chosen node first, then by total score). --all-nodes prints every node: then
+chosen node first, then by total score; with no feasible node, the first
+rejected ones). --all-nodes prints every node: then
 the rejected nodes grouped by the plugin that rejected them, then the nodes
 never evaluated; --verdict keeps the nodes of one verdict. -o wide adds
 each score plugin's column.
@@ -73,6 +77,7 @@ recorded, 2 usage, 1 other errors.`,
 	cmd.Flags().StringVar(&e.node, "node", "", "Explain why the pod did (not) land on this node.")
 	cmd.Flags().IntVar(&e.attempt, "attempt", 0, "Explain this attempt (1 is the first); default the latest.")
 	cmd.Flags().BoolVar(&e.allNodes, "all-nodes", false, "Print every node, not only the top feasible ones.")
+	cmd.Flags().DurationVar(&e.wait, "wait", 0, "Wait up to this long for the pod's first recorded attempt (bound, unschedulable or failed) instead of answering not found.")
 	cmd.Flags().StringVar(&e.verdict, "verdict", "", "Print only the nodes of this verdict: feasible, rejected or not-evaluated.")
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictFeasible, verdictRejected, verdictNotEvaluated))
 	cmd.ValidArgsFunction = o.completePods
@@ -99,6 +104,9 @@ func (e *explainOptions) complete(args []string) error {
 	if e.limit < 0 {
 		return usageErrorf("--limit %d: must be at least 1", e.limit)
 	}
+	if e.wait < 0 {
+		return usageErrorf("--wait %s: must not be negative", e.wait)
+	}
 	e.pod = name
 	return e.Validate()
 }
@@ -124,6 +132,11 @@ func (e *explainOptions) run(ctx context.Context) error {
 	c, err := e.newClient()
 	if err != nil {
 		return err
+	}
+	if e.wait > 0 {
+		if err := e.waitForAttempt(ctx, c, ns); err != nil {
+			return err
+		}
 	}
 	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
 	q := url.Values{}
@@ -180,6 +193,23 @@ func (e *explainOptions) run(ctx context.Context) error {
 	return resultCode(ex.Result)
 }
 
+// waitForAttempt waits up to --wait for the pod's first recorded attempt.
+func (e *explainOptions) waitForAttempt(ctx context.Context, c client.Client, ns string) error {
+	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/attempts", url.PathEscape(ns), url.PathEscape(e.pod))
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, e.wait, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Get(ctx, path, url.Values{v1alpha1.ParamLimit: {"1"}})
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.Code == http.StatusNotFound {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if wait.Interrupted(err) {
+		return &ExitError{Code: ExitNotFound, Err: fmt.Errorf("no attempt of pod %s/%s recorded within %s", ns, e.pod, e.wait)}
+	}
+	return notFoundOr(err)
+}
+
 // rowLimit is how many rows to print: --limit, else defaultNodes for the
 // default view and every row with --all-nodes or --verdict.
 func (e *explainOptions) rowLimit() int {
@@ -197,6 +227,9 @@ func (e *explainOptions) rowLimit() int {
 func (e *explainOptions) selectRows(ex *v1alpha1.Explanation) *v1alpha1.Explanation {
 	out := *ex
 	out.Rows = nil
+	// With no feasible node, the default view shows the first rows whatever
+	// their verdict: the rejected nodes, grouped by plugin.
+	anyVerdict := e.verdict == "" && !e.allNodes && ex.Nodes.Feasible == 0
 	for _, r := range ex.Rows {
 		v := r.Verdict
 		if v == record.VerdictPassed {
@@ -205,7 +238,7 @@ func (e *explainOptions) selectRows(ex *v1alpha1.Explanation) *v1alpha1.Explanat
 		switch {
 		case e.verdict != "" && v != e.verdict:
 			continue
-		case e.verdict == "" && !e.allNodes && v != verdictFeasible:
+		case e.verdict == "" && !e.allNodes && !anyVerdict && v != verdictFeasible:
 			continue
 		}
 		out.Rows = append(out.Rows, r)
