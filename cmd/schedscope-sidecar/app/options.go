@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -47,8 +48,12 @@ type Options struct {
 	Retention store.Retention
 	// PruneInterval is how often retention is applied.
 	PruneInterval time.Duration
-	// TraceURL is the trace viewer's base URL (Jaeger), linked from the page.
+	// TraceURL is the Jaeger UI's base URL, linked from the page as
+	// <TraceURL>/trace/<traceID>.
 	TraceURL string
+	// TraceURLTemplate is the trace viewer's link (Jaeger, Tempo, Grafana),
+	// {traceID} standing for a trace's ID; it replaces TraceURL.
+	TraceURLTemplate string
 	// MaxInFlightPerUser bounds each caller's concurrent API requests.
 	MaxInFlightPerUser int
 	// SchedulerHealthURL and SchedulerReadyURL are probed for the
@@ -111,6 +116,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
+	fs.StringVar(&o.TraceURLTemplate, "trace-url-template", o.TraceURLTemplate, "The page's link to an attempt's trace in any viewer (Jaeger, Tempo, Grafana), {traceID} standing for the trace's ID, e.g. https://grafana.example/explore?left=...{traceID}...; instead of --jaeger-url.")
 	fs.StringVar(&o.SchedulerHealthURL, "scheduler-health-url", o.SchedulerHealthURL, "The scheduler's liveness endpoint, probed for schedscope_scheduler_up{probe=\"liveness\"}; empty disables the probe.")
 	fs.StringVar(&o.SchedulerReadyURL, "scheduler-ready-url", o.SchedulerReadyURL, "The scheduler's readiness endpoint, probed for schedscope_scheduler_up{probe=\"readiness\"}; empty disables the probe.")
 	fs.DurationVar(&o.ProbeInterval, "scheduler-probe-interval", o.ProbeInterval, "How often the scheduler's health endpoints are probed.")
@@ -153,6 +159,18 @@ func validateURL(flag, raw string, allowEmpty bool) error {
 	return nil
 }
 
+// traceIDPlaceholder stands for a trace's ID in --trace-url-template.
+const traceIDPlaceholder = "{traceID}"
+
+// traceLink is the trace viewer's link, {traceID} standing for the ID;
+// empty when no viewer is set.
+func (o *Options) traceLink() string {
+	if o.TraceURLTemplate != "" || o.TraceURL == "" {
+		return o.TraceURLTemplate
+	}
+	return strings.TrimSuffix(o.TraceURL, "/") + "/trace/" + traceIDPlaceholder
+}
+
 // Validate checks the options, every error naming its flag, and turns a
 // --db-path into its --store.
 func (o *Options) Validate() error {
@@ -168,6 +186,18 @@ func (o *Options) Validate() error {
 	} {
 		if err := validateURL(u.flag, u.value, u.allowEmpty); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if o.TraceURLTemplate != "" {
+		switch {
+		case o.TraceURL != "":
+			errs = append(errs, errors.New("--trace-url-template and --jaeger-url both set: give one"))
+		case !strings.Contains(o.TraceURLTemplate, traceIDPlaceholder):
+			errs = append(errs, fmt.Errorf("--trace-url-template %q: has no %s", o.TraceURLTemplate, traceIDPlaceholder))
+		default:
+			if err := validateURL("trace-url-template", strings.ReplaceAll(o.TraceURLTemplate, traceIDPlaceholder, "0"), false); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if o.StreamTokenFile != "" {

@@ -87,7 +87,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		TraceURL: o.TraceURL, MaxInFlightPerUser: o.MaxInFlightPerUser,
+		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser,
 	}
 	if f != nil {
 		apiConfig.Status = f.Status
@@ -230,7 +230,7 @@ func (o *Options) handler(st store.Store, apiConfig api.Config, reg *prometheus.
 	mux.Handle("/metrics", api.WithNonResourceAuth(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), apiConfig.Authenticator, apiConfig.Authorizer))
 	mux.Handle(v1alpha1.Prefix, apiHandler)
 	api.RegisterDiscovery(mux)
-	page := web.Handler(web.Config{TraceURL: o.TraceURL})
+	page := web.Handler(web.Config{TraceURLTemplate: o.traceLink()})
 	mux.Handle("/", page)
 	// The page also under the API's path, where the kube-apiserver's
 	// aggregator (and so kubectl proxy) reaches it with the caller's

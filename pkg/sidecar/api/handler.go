@@ -33,8 +33,8 @@ type Config struct {
 	Authorizer    authorizer.UnconditionalAuthorizer
 	// Status reports the follower's status for /apis/schedscope.io/v1alpha1/status; may be nil.
 	Status func() v1alpha1.FollowerStatus
-	// TraceURL is the trace viewer's base URL (e.g. Jaeger), for clients
-	// to link a record's TraceID; may be empty.
+	// TraceURL links a trace in the trace viewer (Jaeger, Tempo,
+	// Grafana), {traceID} standing for its ID; may be empty.
 	TraceURL string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time

@@ -56,7 +56,7 @@ func serveWith(t *testing.T, authz authorizer.Authorizer, records ...*record.Att
 	}
 	mux := http.NewServeMux()
 	mux.Handle(v1alpha1.Prefix, apiHandler)
-	mux.Handle("/", Handler(Config{TraceURL: "http://jaeger.example:16686"}))
+	mux.Handle("/", Handler(Config{TraceURLTemplate: "http://jaeger.example:16686/trace/{traceID}"}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL

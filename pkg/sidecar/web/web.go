@@ -14,8 +14,9 @@ var static embed.FS
 
 // Config configures the page.
 type Config struct {
-	// TraceURL is the Jaeger UI base URL; empty hides trace links.
-	TraceURL string `json:"traceURL"`
+	// TraceURLTemplate links a trace, {traceID} standing for its ID;
+	// empty hides trace links.
+	TraceURLTemplate string `json:"traceURLTemplate"`
 }
 
 // Handler serves the page and its assets at /, and the page's configuration

@@ -154,7 +154,9 @@ type RejectionList struct {
 type Status struct {
 	Follower *FollowerStatus `json:"follower,omitempty"`
 	Store    StoreStats      `json:"store"`
-	TraceURL string          `json:"traceURL,omitempty"`
+	// TraceURL links a record's TraceID in the trace viewer, {traceID}
+	// standing for the ID.
+	TraceURL string `json:"traceURL,omitempty"`
 }
 
 // Explanation is a scheduling attempt laid out for reading.

@@ -3,7 +3,7 @@
 'use strict';
 
 const PAGE = 50;
-let config = { traceURL: '' };
+let config = { traceURLTemplate: '' };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -156,8 +156,8 @@ async function renderHome(main, state) {
 
 function traceLink(traceID) {
   if (!traceID) return el('span', { class: 'muted', text: 'not traced' });
-  if (!config.traceURL) return el('code', { text: traceID });
-  return el('a', { href: config.traceURL.replace(/\/$/, '') + '/trace/' + traceID, target: '_blank', rel: 'noopener', class: 'trace', text: traceID });
+  if (!config.traceURLTemplate) return el('code', { text: traceID });
+  return el('a', { href: config.traceURLTemplate.replaceAll('{traceID}', encodeURIComponent(traceID)), target: '_blank', rel: 'noopener', class: 'trace', text: traceID });
 }
 
 function summary(e) {
