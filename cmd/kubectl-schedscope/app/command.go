@@ -49,15 +49,16 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
 	fs.StringVar(&o.SidecarURL, "sidecar-url", o.SidecarURL, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API. The kubeconfig's credentials are never sent over plain http except to loopback.")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), json or yaml.")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), or one of kubectl's: json, yaml, jsonpath=..., jsonpath-as-json=..., go-template=....")
 }
 
 // Validate checks the shared flags.
 func (o *Options) Validate() error {
-	switch o.Output {
-	case OutputTable, OutputWide, OutputJSON, OutputYAML:
-	default:
-		return usageErrorf("--output %q: want table, wide, json or yaml", o.Output)
+	if o.tableOutput() {
+		return nil
+	}
+	if _, err := o.printer(); err != nil {
+		return usageErrorf("--output %q: %v", o.Output, err)
 	}
 	return nil
 }

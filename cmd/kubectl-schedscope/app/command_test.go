@@ -524,3 +524,29 @@ func TestExplainWaitAndNoFeasibleNode(t *testing.T) {
 		t.Errorf("explain pod/nobody --wait 1s: exit code %d, want %d; stderr %s", code, ExitNotFound, errOut)
 	}
 }
+
+// TestKubectlPrinters: -o takes kubectl's printers over the API's answers.
+func TestKubectlPrinters(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"jsonpath", []string{"explain", "pod/web", "-o", "jsonpath={.selectedNode} {.rows[1].node}"}, ExitOK, "big-2 big-3"},
+		{"go-template", []string{"pending", "-o", "go-template={{range .items}}{{.pod.name}} {{end}}"}, ExitOK, "db "},
+		{"kind", []string{"top", "plugins", "-A", "--since", "8760h", "-o", "jsonpath={.kind} {.items[0].key}"}, ExitOK, "RejectionList NodeResourcesFit"},
+		{"unknown format", []string{"explain", "pod/web", "-o", "xml"}, ExitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, append(tt.args, "--kubeconfig", alice, "--sidecar-url", srv.URL)...)
+			if code != tt.wantCode || out != tt.want {
+				t.Errorf("exit code %d, output %q; want %d, %q; stderr %s", code, out, tt.wantCode, tt.want, errOut)
+			}
+		})
+	}
+}

@@ -8,14 +8,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/client"
@@ -161,7 +164,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 
 	var ex *v1alpha1.Explanation
 	page := pageSize
-	if e.verdict == "" && !e.allNodes && e.Output != OutputJSON && e.Output != OutputYAML {
+	if e.verdict == "" && !e.allNodes && e.tableOutput() {
 		// The feasible nodes come first: the top ones are on the first page.
 		page = e.rowLimit()
 	}
@@ -256,23 +259,40 @@ func resultCode(r record.Result) error {
 	return &ExitError{Code: ExitPending}
 }
 
+// tableOutput reports whether -o asks for one of the plugin's tables.
+func (o *Options) tableOutput() bool {
+	return o.Output == OutputTable || o.Output == OutputWide
+}
+
+// printer returns kubectl's printer of -o (json, yaml, jsonpath, go-template).
+func (o *Options) printer() (printers.ResourcePrinter, error) {
+	pf := genericclioptions.NewPrintFlags("")
+	pf.OutputFormat = &o.Output
+	return pf.ToPrinter()
+}
+
+// print prints v, an answer of the API, with the table function or with
+// kubectl's printer of -o, as an object of kind v's type in the API's group.
 func (o *Options) print(v any, table func(io.Writer)) error {
-	switch o.Output {
-	case OutputJSON:
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	case OutputYAML:
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(b)
-		return err
-	default:
+	if o.tableOutput() {
 		table(o.Out)
 		return nil
 	}
+	p, err := o.printer()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &obj.Object); err != nil {
+		return err
+	}
+	obj.SetAPIVersion(v1alpha1.GroupName + "/" + v1alpha1.Version)
+	obj.SetKind(reflect.TypeOf(v).Elem().Name())
+	return p.PrintObj(obj, o.Out)
 }
 
 // printGroups prints the nodes grouped by verdict: how many, which plugin,
