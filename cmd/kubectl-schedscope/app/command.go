@@ -58,7 +58,7 @@ func (o *Options) Validate() error {
 		return nil
 	}
 	if _, err := o.printer(); err != nil {
-		return usageErrorf("--output %q: %v", o.Output, err)
+		return usageErrorf("--output %q: not table or wide, and kubectl's printers: %v", o.Output, err)
 	}
 	return nil
 }
