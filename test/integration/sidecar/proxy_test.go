@@ -23,7 +23,8 @@ import (
 // with the user's kubeconfig, the kube-apiserver's aggregator, the sidecar
 // serving the page under the API's path. In headless Chromium the search
 // finds a pod by name and by UID prefix, the result filter keeps the
-// matching pods, and a pod's page shows its matrix and hints.
+// matching pods, a column sorts the pods, and a pod's page shows its matrix
+// and hints.
 // `kubectl schedscope ui` serves the same and proxies only the API group.
 func TestPageThroughKubectlProxy(t *testing.T) {
 	registerAPIService(t)
@@ -63,6 +64,12 @@ func TestPageThroughKubectlProxy(t *testing.T) {
 				t.Errorf("%s: the page shows %q", tt.name, n)
 			}
 		}
+	}
+	// Sorting by a column: web before ssd, descending by pod.
+	sortedDOM := webtest.DumpDOM(t, base+"#/?ns=proxied&sort=-Pod")
+	recent := sortedDOM[strings.Index(sortedDOM, "Recent pods"):]
+	if i, j := strings.Index(recent, `data-pod="proxied/web"`), strings.Index(recent, `data-pod="proxied/ssd"`); i < 0 || j < 0 || i > j {
+		t.Errorf("sorted by pod, descending: web at %d, ssd at %d; want web first", i, j)
 	}
 	if row := webtest.Row(t, webtest.DumpDOM(t, base+"#/pods/proxied/ssd"), "proxy-big"); !strings.Contains(row, "NodeAffinity") {
 		t.Errorf("the matrix row of proxy-big does not show NodeAffinity:\n%s", row)

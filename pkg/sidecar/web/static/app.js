@@ -74,10 +74,43 @@ function reasonsText(reasons) {
   return (reasons || []).map(r => r.plugin + ' (' + r.nodes + ')').join(', ');
 }
 
-function podTable(items, empty) {
+// podColumns are the pod tables' columns with the value each sorts by.
+const podColumns = [
+  ['Pod', p => p.pod.namespace + '/' + p.pod.name],
+  ['Profile', p => p.profile],
+  ['Attempts', p => p.latest.lastAttempt || p.latest.attempt],
+  ['Result', p => p.latest.result],
+  ['Last attempt', p => p.latest.lastFinished || p.latest.finished],
+  ['Rejected by', p => reasonsText(p.latest.reasons)],
+  ['Message', p => p.latest.message || ''],
+];
+
+// sorted returns items ordered by the state's sort column (`sort=Pod` or
+// `sort=-Pod` for descending), or as given.
+function sorted(items, state) {
+  if (!state.sort) return items;
+  const desc = state.sort.startsWith('-');
+  const col = podColumns.find(([h]) => h === state.sort.replace(/^-/, ''));
+  if (!col) return items;
+  const key = col[1];
+  return items.slice().sort((a, b) => {
+    const x = key(a), y = key(b);
+    const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+    return desc ? -c : c;
+  });
+}
+
+function podTable(items, empty, state) {
   if (!items.length) return el('p', { class: 'muted', text: empty });
+  items = sorted(items, state || {});
+  const header = ([h]) => {
+    const cur = (state || {}).sort || '';
+    const next = cur === h ? '-' + h : h;
+    const mark = cur === h ? ' ▲' : cur === '-' + h ? ' ▼' : '';
+    return el('th', {}, state ? el('a', { class: 'sort', href: homeHref({ ...state, sort: next }), text: h + mark }) : h);
+  };
   return el('table', { class: 'pods' },
-    el('thead', {}, el('tr', {}, ['Pod', 'Profile', 'Attempts', 'Result', 'Last attempt', 'Rejected by', 'Message'].map(h => el('th', { text: h })))),
+    el('thead', {}, el('tr', {}, podColumns.map(header))),
     el('tbody', {}, items.map(p => el('tr', { 'data-pod': p.pod.namespace + '/' + p.pod.name },
       el('td', {}, podLink(p.pod)),
       el('td', { text: p.profile }),
@@ -114,6 +147,8 @@ function homeHref(state) {
   if (state.ns) q.set('ns', state.ns);
   if (state.q) q.set('q', state.q);
   if (state.result) q.set('result', state.result);
+  if (state.sort) q.set('sort', state.sort);
+  if (state.refresh) q.set('refresh', state.refresh);
   const qs = q.toString();
   return '#/' + (qs ? '?' + qs : '');
 }
@@ -123,11 +158,12 @@ function namespaceForm(state) {
   const search = el('input', { name: 'q', class: 'search', placeholder: 'pod name or UID prefix', value: state.q || '' });
   const result = el('select', { name: 'result' }, ['', 'scheduled', 'unschedulable', 'error'].map(r =>
     el('option', { value: r, text: r || 'any result', ...(r === (state.result || '') ? { selected: 'selected' } : {}) })));
+  const refresh = el('input', { type: 'checkbox', name: 'refresh', ...(state.refresh ? { checked: 'checked' } : {}) });
   return el('form', { class: 'namespace', onsubmit: ev => {
     ev.preventDefault();
-    location.hash = homeHref({ ns: ns.value, q: search.value, result: result.value });
+    location.hash = homeHref({ ns: ns.value, q: search.value, result: result.value, sort: state.sort, refresh: refresh.checked ? '10s' : '' });
   } }, el('label', {}, 'Namespace ', ns), el('label', {}, 'Search ', search), el('label', {}, 'Result ', result),
-  el('button', { type: 'submit', text: 'Show' }));
+  el('label', {}, refresh, ' refresh every 10 s'), el('button', { type: 'submit', text: 'Show' }));
 }
 
 // matches reports whether a pod's latest attempt passes the search (a part
@@ -146,9 +182,9 @@ async function renderHome(main, state) {
   fill(main,
     namespaceForm(state),
     el('h2', { text: 'Pending pods' + (state.ns ? ' in ' + state.ns : '') }),
-    pending.note || podTable(pending.items.filter(p => matches(p, state)), state.q || state.result ? 'No pending pod matches.' : 'No pending pods.'),
+    pending.note || podTable(pending.items.filter(p => matches(p, state)), state.q || state.result ? 'No pending pod matches.' : 'No pending pods.', state),
     el('h2', { text: 'Recent pods' }),
-    recent.note || podTable(recent.items.filter(p => matches(p, state)), state.q || state.result ? 'No pod matches.' : 'No attempts recorded yet.'),
+    recent.note || podTable(recent.items.filter(p => matches(p, state)), state.q || state.result ? 'No pod matches.' : 'No attempts recorded yet.', state),
     el('div', { class: 'columns' },
       el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), byPlugin.note || rejectionTable(byPlugin, 'Plugin')),
       el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), byNode.note || rejectionTable(byNode, 'Node'))));
@@ -326,17 +362,27 @@ function parseRoute() {
       group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
   }
   const q = new URLSearchParams(query || '');
-  return { view: 'home', ns: q.get('ns') || '', q: q.get('q') || '', result: q.get('result') || '' };
+  return { view: 'home', ns: q.get('ns') || '', q: q.get('q') || '', result: q.get('result') || '',
+    sort: q.get('sort') || '', refresh: q.get('refresh') || '' };
 }
+
+// refreshTimer re-renders the home page while its refresh box is checked.
+let refreshTimer = null;
 
 async function render() {
   const main = document.getElementById('main');
   const route = parseRoute();
+  clearTimeout(refreshTimer);
+  if (route.view === 'home' && route.refresh) refreshTimer = setTimeout(render, 10000);
+  document.body.dataset.ready = 'loading';
+  main.setAttribute('aria-busy', 'true');
   try {
     if (route.view === 'pod') await renderPod(main, route);
     else await renderHome(main, route);
     document.body.dataset.ready = 'true';
+    main.removeAttribute('aria-busy');
   } catch (err) {
+    main.removeAttribute('aria-busy');
     fill(main, el('p', { class: 'error', text: err.message }),
       el('p', { class: 'muted', text: 'The API needs credentials Kubernetes accepts: paste a bearer token above, or present a client certificate.' }));
     document.body.dataset.ready = 'error';
