@@ -8,14 +8,19 @@ import (
 )
 
 // DefaultBufferSize is the default number of records a Buffer keeps: a
-// follower that reconnects within seconds finds its place again. At 5000
-// nodes a record encodes to about 27 kB (record's BenchmarkEncode), more
-// for a pod rejected on every node, whose record names each node.
+// follower that reconnects within seconds finds its place again.
 const DefaultBufferSize = 2000
 
-// Buffer is a bounded ring of the newest records. Add never blocks on
-// readers: when the ring is full the oldest record is overwritten and
-// counted as evicted.
+// DefaultBufferBytes is the default bound on the JSON a Buffer keeps. A
+// record names every node it was filtered on: at 5000 nodes it encodes to
+// about 27 kB (record's BenchmarkEncode), so 32 MiB holds about 1200 of
+// them, and DefaultBufferSize records up to about 1000 nodes.
+const DefaultBufferBytes = 32 << 20
+
+// Buffer is a bounded ring of the newest records, bounded both in count
+// and in bytes. Add never blocks on readers: when either bound is
+// reached the oldest records are dropped and counted as evicted; the
+// newest record is always kept.
 //
 // Records are kept as their JSON encoding, made once in Add however many
 // readers there are. A byte slice holds no pointers, so a full buffer of
@@ -27,11 +32,14 @@ type Buffer struct {
 	// wait for an encoding.
 	addMu sync.Mutex
 
-	mu      sync.Mutex
-	ring    []Encoded
-	last    uint64        // sequence of the newest record; 0 when empty
-	evicted uint64        // records overwritten before anyone could be sure to read them
-	changed chan struct{} // closed and replaced on every Add
+	mu       sync.Mutex
+	ring     []Encoded
+	maxBytes int
+	bytes    int           // JSON bytes buffered
+	first    uint64        // sequence of the oldest buffered record; last+1 when empty
+	last     uint64        // sequence of the newest record; 0 when empty
+	evicted  uint64        // records dropped before anyone could be sure to read them
+	changed  chan struct{} // closed and replaced on every Add
 }
 
 // Encoded is a buffered record: its sequence and its JSON encoding.
@@ -40,12 +48,13 @@ type Encoded struct {
 	JSON []byte
 }
 
-// NewBuffer returns a buffer holding at most size records.
-func NewBuffer(size int, epoch string) *Buffer {
+// NewBuffer returns a buffer holding at most size records and maxBytes of
+// their JSON.
+func NewBuffer(size, maxBytes int, epoch string) *Buffer {
 	if size < 1 {
 		size = 1
 	}
-	return &Buffer{epoch: epoch, ring: make([]Encoded, size), changed: make(chan struct{})}
+	return &Buffer{epoch: epoch, ring: make([]Encoded, size), maxBytes: maxBytes, first: 1, changed: make(chan struct{})}
 }
 
 // Epoch identifies this buffer's sequence space.
@@ -67,36 +76,49 @@ func (b *Buffer) Add(a *record.Attempt) error {
 	}
 	b.mu.Lock()
 	b.last = seq
-	i := int(seq % uint64(len(b.ring)))
-	if b.ring[i].JSON != nil {
-		b.evicted++
+	if b.lenLocked() > len(b.ring) {
+		b.evictOldestLocked()
 	}
-	b.ring[i] = Encoded{Seq: seq, JSON: data}
+	b.ring[int(seq%uint64(len(b.ring)))] = Encoded{Seq: seq, JSON: data}
+	b.bytes += len(data)
+	for b.bytes > b.maxBytes && b.first < seq {
+		b.evictOldestLocked()
+	}
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
 	return nil
 }
 
-// Stats returns the number of buffered records, the newest sequence and the
-// number of records evicted so far.
-func (b *Buffer) Stats() (buffered int, last, evicted uint64) {
+func (b *Buffer) evictOldestLocked() {
+	i := int(b.first % uint64(len(b.ring)))
+	b.bytes -= len(b.ring[i].JSON)
+	b.ring[i] = Encoded{}
+	b.first++
+	b.evicted++
+}
+
+// BufferStats describes a Buffer's contents.
+type BufferStats struct {
+	// Records and Bytes are the buffered records and their JSON bytes.
+	Records int
+	Bytes   int
+	// Last is the newest sequence; Evicted counts the records dropped so far.
+	Last    uint64
+	Evicted uint64
+}
+
+// Stats returns what the buffer holds and has dropped.
+func (b *Buffer) Stats() BufferStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.lenLocked(), b.last, b.evicted
+	return BufferStats{Records: b.lenLocked(), Bytes: b.bytes, Last: b.last, Evicted: b.evicted}
 }
 
-func (b *Buffer) lenLocked() int {
-	if b.last < uint64(len(b.ring)) {
-		return int(b.last)
-	}
-	return len(b.ring)
-}
+func (b *Buffer) lenLocked() int { return int(b.last + 1 - b.first) }
 
 // oldestLocked is the sequence of the oldest buffered record (last+1 if empty).
-func (b *Buffer) oldestLocked() uint64 {
-	return b.last - uint64(b.lenLocked()) + 1
-}
+func (b *Buffer) oldestLocked() uint64 { return b.first }
 
 // closed is a channel that is always closed.
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -16,7 +16,7 @@ import (
 // token it reads on each request, so a rotated token is used, and refuses
 // to send one over plain HTTP or after a redirect.
 func TestClientTokenFile(t *testing.T) {
-	b := NewBuffer(10, "epoch-1")
+	b := NewBuffer(10, DefaultBufferBytes, "epoch-1")
 	add(t, b, "a")
 	var mu sync.Mutex
 	var seen []string

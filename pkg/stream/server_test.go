@@ -53,11 +53,10 @@ func decoded(t *testing.T, items []Encoded) []*record.Attempt {
 }
 
 func TestBufferEvictsOldest(t *testing.T) {
-	b := NewBuffer(3, "e")
+	b := NewBuffer(3, DefaultBufferBytes, "e")
 	add(t, b, "a", "b", "c", "d", "e")
-	buffered, last, evicted := b.Stats()
-	if buffered != 3 || last != 5 || evicted != 2 {
-		t.Errorf("Stats() = %d, %d, %d; want 3, 5, 2", buffered, last, evicted)
+	if st := b.Stats(); st.Records != 3 || st.Last != 5 || st.Evicted != 2 {
+		t.Errorf("Stats() = %+v; want 3 records, last 5, 2 evicted", st)
 	}
 	items, _, oldest, ok := b.After(2, MaxAnswerBytes)
 	if !ok || oldest != 3 {
@@ -71,10 +70,36 @@ func TestBufferEvictsOldest(t *testing.T) {
 	}
 }
 
+// TestBufferBoundsBytes checks that the buffer drops its oldest records
+// once their JSON passes its byte bound, counts them, keeps the newest
+// record even when it alone is larger, and keeps its count bound.
+func TestBufferBoundsBytes(t *testing.T) {
+	b := NewBuffer(100, 1, "e")
+	add(t, b, "a")
+	one := b.Stats().Bytes
+	b = NewBuffer(4, 3*one, "e")
+	add(t, b, "a", "b", "c", "d", "e")
+	if st := b.Stats(); st.Records != 3 || st.Bytes != 3*one || st.Evicted != 2 {
+		t.Errorf("Stats() = %+v; want 3 records of %d bytes, 2 evicted", st, 3*one)
+	}
+	items, _, oldest, ok := b.After(0, MaxAnswerBytes)
+	if ok || oldest != 3 {
+		t.Errorf("After(0): ok %v oldest %d, want false 3", ok, oldest)
+	}
+	if items, _, _, _ = b.After(2, MaxAnswerBytes); cmp.Diff([]string{"c", "d", "e"}, podNames(decoded(t, items))) != "" {
+		t.Errorf("After(2) = %v, want c d e", podNames(decoded(t, items)))
+	}
+	b = NewBuffer(4, one/2, "e")
+	add(t, b, "a", "b")
+	if st := b.Stats(); st.Records != 1 || st.Last != 2 || st.Evicted != 1 {
+		t.Errorf("a buffer smaller than one record: Stats() = %+v; want the newest record kept, 1 evicted", st)
+	}
+}
+
 // TestBufferRefusesUnencodable checks that a record JSON cannot encode is
 // refused with an error and takes no sequence.
 func TestBufferRefusesUnencodable(t *testing.T) {
-	b := NewBuffer(3, "e")
+	b := NewBuffer(3, DefaultBufferBytes, "e")
 	add(t, b, "a")
 	bad := &record.Attempt{Pod: record.PodRef{Name: "bad"}, Timing: record.Timing{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}
 	if err := b.Add(bad); err == nil {
@@ -85,7 +110,7 @@ func TestBufferRefusesUnencodable(t *testing.T) {
 	if diff := cmp.Diff([]string{"a", "c"}, podNames(decoded(t, items))); diff != "" {
 		t.Errorf("After(0) (-want +got):\n%s", diff)
 	}
-	if _, last, _ := b.Stats(); last != 2 {
+	if last := b.Stats().Last; last != 2 {
 		t.Errorf("last sequence %d, want 2: a refused record takes no sequence", last)
 	}
 }
@@ -94,7 +119,7 @@ func TestBufferRefusesUnencodable(t *testing.T) {
 // asked for, at least one record, and a closed channel when it left some
 // out.
 func TestBufferAfterBoundsBytes(t *testing.T) {
-	b := NewBuffer(10, "e")
+	b := NewBuffer(10, DefaultBufferBytes, "e")
 	add(t, b, "a", "b", "c", "d")
 	one := len(b.ring[1].JSON)
 	tests := []struct {
@@ -134,7 +159,7 @@ func TestBufferAfterBoundsBytes(t *testing.T) {
 // bound with the sequence of its last record, and that a watch from there
 // delivers the rest in bounded batches, in order and without a gap.
 func TestAnswersAreByteBounded(t *testing.T) {
-	b := NewBuffer(100, "e")
+	b := NewBuffer(100, DefaultBufferBytes, "e")
 	names := make([]string, 20)
 	for i := range names {
 		names[i] = fmt.Sprint("pod-", i)
@@ -188,7 +213,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 }
 
 func TestServerList(t *testing.T) {
-	b := NewBuffer(2, "epoch-1")
+	b := NewBuffer(2, DefaultBufferBytes, "epoch-1")
 	add(t, b, "a", "b", "c")
 	srv := httptest.NewServer(NewServer(b, time.Hour))
 	defer srv.Close()
@@ -236,7 +261,7 @@ func TestServerList(t *testing.T) {
 }
 
 func TestServerWatch(t *testing.T) {
-	b := NewBuffer(100, "e")
+	b := NewBuffer(100, DefaultBufferBytes, "e")
 	add(t, b, "a")
 	s := NewServer(b, 20*time.Millisecond)
 	srv := httptest.NewServer(s)
@@ -283,7 +308,7 @@ func TestServerWatch(t *testing.T) {
 // TestServerWatchEndsWhenOverrun checks that a watcher overrun by writers is
 // cut off, never waited for, and then told the exact gap.
 func TestServerWatchEndsWhenOverrun(t *testing.T) {
-	b := NewBuffer(2, "e")
+	b := NewBuffer(2, DefaultBufferBytes, "e")
 	srv := httptest.NewServer(NewServer(b, time.Hour))
 	defer srv.Close()
 	for i := range 10 {
@@ -305,7 +330,7 @@ func TestStalledWatcherIsDisconnected(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("node-with-a-long-name-to-fill-the-socket-buffers-%05d", i)
 	}
-	b := NewBuffer(200, "e")
+	b := NewBuffer(200, DefaultBufferBytes, "e")
 	s := NewServer(b, time.Hour)
 	s.writeTimeout = 200 * time.Millisecond
 	srv := httptest.NewServer(s)

@@ -174,7 +174,7 @@ func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _
 		return nil
 	}
 	o.installed[sched] = true
-	s := &session{observer: o, buffer: stream.NewBuffer(stream.DefaultBufferSize, uuid.NewString())}
+	s := &session{observer: o, buffer: stream.NewBuffer(stream.DefaultBufferSize, stream.DefaultBufferBytes, uuid.NewString())}
 	// Each scheduler has a tracer of its own, as each scheduler process
 	// does, ended with its workload: the harness checks that a workload
 	// leaves no goroutine behind.

@@ -15,6 +15,8 @@ import (
 type RecordOptions struct {
 	// BufferSize is how many records the stream keeps for readers.
 	BufferSize int
+	// BufferBytes bounds the JSON of the records the stream keeps.
+	BufferBytes int
 	// QueueSize bounds the attempts waiting to become records.
 	QueueSize int
 	// BindAddress is host:port of the record stream; empty disables it.
@@ -39,12 +41,13 @@ type RecordOptions struct {
 
 // NewRecordOptions returns the defaults.
 func NewRecordOptions() *RecordOptions {
-	return &RecordOptions{BufferSize: stream.DefaultBufferSize, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
+	return &RecordOptions{BufferSize: stream.DefaultBufferSize, BufferBytes: stream.DefaultBufferBytes, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
 }
 
 // AddFlags adds the options' flags to fs.
 func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.BufferSize, "record-buffer-size", o.BufferSize, "Number of decision records the record stream keeps for readers; older ones are dropped and counted.")
+	fs.IntVar(&o.BufferBytes, "record-buffer-bytes", o.BufferBytes, "Bytes of encoded decision records the record stream keeps for readers (a record at 5000 nodes is about 27 kB); older ones are dropped and counted. The newest record is always kept.")
 	fs.IntVar(&o.QueueSize, "record-queue-size", o.QueueSize, "Number of finished attempts that may wait to become records; beyond it attempts are dropped and counted, never waited for.")
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Serve the record stream over TLS and authenticated like the secure port: with its serving certificate, to callers its delegated authentication knows and its delegated authorization allows to get the path /v1/records. This allows a non-loopback --record-stream-address. Off, the stream is plain HTTP without authentication, on loopback only.")
@@ -64,6 +67,9 @@ func (o *RecordOptions) Validate() []error {
 	var errs []error
 	if o.BufferSize < 1 {
 		errs = append(errs, fmt.Errorf("--record-buffer-size: must be at least 1, got %d", o.BufferSize))
+	}
+	if o.BufferBytes < 1 {
+		errs = append(errs, fmt.Errorf("--record-buffer-bytes: must be at least 1, got %d", o.BufferBytes))
 	}
 	if o.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("--record-queue-size: must be at least 1, got %d", o.QueueSize))

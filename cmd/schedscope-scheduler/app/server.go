@@ -166,14 +166,15 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		}
 		observeOpts.Tracer = tracer
 	}
-	buffer := stream.NewBuffer(recordOpts.BufferSize, uuid.NewString())
+	buffer := stream.NewBuffer(recordOpts.BufferSize, recordOpts.BufferBytes, uuid.NewString())
 	streamServer = stream.NewServer(buffer, recordOpts.Bookmark)
 	m := metrics.New()
 	observeOpts.Sink, observeOpts.OnRecord = buffer, m.ObserveRecord
 	recorder = observe.NewRecorder(observeOpts)
 	err = metrics.Register(m, metrics.Sources{
-		BufferedRecords:       func() float64 { n, _, _ := buffer.Stats(); return float64(n) },
-		EvictedRecords:        func() float64 { _, _, evicted := buffer.Stats(); return float64(evicted) },
+		BufferedRecords:       func() float64 { return float64(buffer.Stats().Records) },
+		BufferedBytes:         func() float64 { return float64(buffer.Stats().Bytes) },
+		EvictedRecords:        func() float64 { return float64(buffer.Stats().Evicted) },
 		DroppedRecords:        func() float64 { return float64(recorder.Dropped()) },
 		StreamWatchers:        func() float64 { return float64(streamServer.Watchers()) },
 		DroppedSpans:          func() float64 { return float64(tracer.DroppedSpans()) },

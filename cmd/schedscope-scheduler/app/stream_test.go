@@ -98,7 +98,7 @@ func TestRemoteStreamIsAuthenticated(t *testing.T) {
 		Authentication: server.AuthenticationInfo{Authenticator: fake},
 		Authorization:  server.AuthorizationInfo{Authorizer: authorizer.AuthorizerFunc(fake.Authorize)},
 	}).Complete()
-	buf := stream.NewBuffer(10, "e1")
+	buf := stream.NewBuffer(10, stream.DefaultBufferBytes, "e1")
 	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj()); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRemoteStreamIsAuthenticated(t *testing.T) {
 // the stream is plain HTTP with no authentication, as the sidecar in the
 // scheduler's pod reads it.
 func TestLoopbackStreamIsPlain(t *testing.T) {
-	buf := stream.NewBuffer(10, "e1")
+	buf := stream.NewBuffer(10, stream.DefaultBufferBytes, "e1")
 	o := NewRecordOptions()
 	o.BindAddress = freeAddress(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,7 +221,7 @@ func TestRemoteStreamNeedsSecurePort(t *testing.T) {
 	o := NewRecordOptions()
 	o.BindAddress, o.AllowRemote = freeAddress(t), true
 	cc := (&schedulerserverconfig.Config{}).Complete()
-	err := serveStream(context.Background(), o, &cc, stream.NewServer(stream.NewBuffer(1, "e1"), time.Second))
+	err := serveStream(context.Background(), o, &cc, stream.NewServer(stream.NewBuffer(1, stream.DefaultBufferBytes, "e1"), time.Second))
 	if err == nil || !strings.Contains(err.Error(), "--record-stream-allow-remote") || !strings.Contains(err.Error(), "--secure-port") {
 		t.Errorf("got %v, want an error naming --record-stream-allow-remote and --secure-port", err)
 	}

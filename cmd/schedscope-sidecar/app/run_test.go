@@ -128,7 +128,7 @@ current-context: x
 		t.Fatal(err)
 	}
 
-	buf := stream.NewBuffer(100, "e1")
+	buf := stream.NewBuffer(100, stream.DefaultBufferBytes, "e1")
 	for _, a := range []*record.Attempt{
 		recordtest.MakeAttempt("shop", "web", "uid-web").
 			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
@@ -251,7 +251,7 @@ current-context: x
 		t.Fatal(err)
 	}
 
-	buf := stream.NewBuffer(100, "e1")
+	buf := stream.NewBuffer(100, stream.DefaultBufferBytes, "e1")
 	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj()); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,8 @@ const (
 type Sources struct {
 	// BufferedRecords is the number of records in the stream buffer.
 	BufferedRecords func() float64
+	// BufferedBytes is the size of the records' JSON in the stream buffer.
+	BufferedBytes func() float64
 	// EvictedRecords counts records overwritten in the stream buffer.
 	EvictedRecords func() float64
 	// DroppedRecords counts attempts that never became records.
@@ -387,7 +389,8 @@ func newPipelineCollector(s Sources) *pipelineCollector {
 	}
 	return &pipelineCollector{descs: []pipelineDesc{
 		desc("record_buffer_records", "Decision records held in the record stream's buffer.", metrics.GaugeValue, s.BufferedRecords),
-		desc("record_buffer_evicted_total", "Decision records overwritten in the full record stream buffer; a reader that had not read them must relist.", metrics.CounterValue, s.EvictedRecords),
+		desc("record_buffer_bytes", "Bytes of encoded decision records held in the record stream's buffer.", metrics.GaugeValue, s.BufferedBytes),
+		desc("record_buffer_evicted_total", "Decision records dropped from the full record stream buffer (its count or its bytes); a reader that had not read them must relist.", metrics.CounterValue, s.EvictedRecords),
 		desc("record_dropped_total", "Scheduling attempts that never became decision records because the record queue was full.", metrics.CounterValue, s.DroppedRecords),
 		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
 		desc("trace_spans_dropped_total", "Spans dropped before export because the export queue was full.", metrics.CounterValue, s.DroppedSpans),

@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -43,7 +44,7 @@ func BenchmarkFollow(b *testing.B) {
 }
 
 func benchmarkFollow(b *testing.B, templates []*record.Attempt) {
-	buf := stream.NewBuffer(b.N+1, "e1")
+	buf := stream.NewBuffer(b.N+1, math.MaxInt, "e1")
 	sched := &scheduler{buf: buf}
 	sched.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		(*sched.handler.Load()).ServeHTTP(w, r)

@@ -49,7 +49,7 @@ func newScheduler(t *testing.T, size int, epoch string) *scheduler {
 // restart replaces the stream with an empty one in epoch and drops the
 // open connections.
 func (s *scheduler) restart(size int, epoch string) {
-	s.buf = stream.NewBuffer(size, epoch)
+	s.buf = stream.NewBuffer(size, stream.DefaultBufferBytes, epoch)
 	var h http.Handler = stream.NewServer(s.buf, 50*time.Millisecond)
 	s.handler.Store(&h)
 	s.srv.CloseClientConnections()

@@ -77,7 +77,7 @@ func TestCollectorSlow(t *testing.T) {
 		pods    = 1000
 	)
 	collector := startSilentCollector(t)
-	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, collector.Addr))
+	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--record-buffer-bytes=1073741824", "--tracing-config-file="+writeTracingConfig(t, collector.Addr))
 	ns := createNamespace(t)
 	var nodes []nodeSpec
 	for i := range 10 {
@@ -153,7 +153,7 @@ func TestCollectorRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Stop()
-	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--tracing-config-file="+writeTracingConfig(t, addr))
+	s := startDedicatedScheduler(t, profile, "--record-buffer-size=20000", "--record-buffer-bytes=1073741824", "--tracing-config-file="+writeTracingConfig(t, addr))
 	ns := createNamespace(t)
 	var nodes []nodeSpec
 	for i := range 8 {

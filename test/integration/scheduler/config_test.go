@@ -63,6 +63,12 @@ func TestInvalidConfiguration(t *testing.T) {
 			want:   []string{"--record-buffer-size: must be at least 1"},
 		},
 		{
+			name:   "record buffer bytes",
+			config: header,
+			flags:  []string{"--record-buffer-bytes=-1"},
+			want:   []string{"--record-buffer-bytes: must be at least 1"},
+		},
+		{
 			name:   "remote record stream",
 			config: header,
 			flags:  []string{"--record-stream-address=0.0.0.0:10262"},

@@ -90,7 +90,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sched, err = controlPlane.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--record-buffer-size=20000", "--tracing-config-file="+tracingConfig)
+	sched, err = controlPlane.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--record-buffer-size=20000", "--record-buffer-bytes=1073741824", "--tracing-config-file="+tracingConfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
