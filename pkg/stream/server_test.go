@@ -82,11 +82,10 @@ func TestBufferBoundsBytes(t *testing.T) {
 	if st := b.Stats(); st.Records != 3 || st.Bytes != 3*one || st.Evicted != 2 {
 		t.Errorf("Stats() = %+v; want 3 records of %d bytes, 2 evicted", st, 3*one)
 	}
-	items, _, oldest, ok := b.After(0, MaxAnswerBytes)
-	if ok || oldest != 3 {
+	if _, _, oldest, ok := b.After(0, MaxAnswerBytes); ok || oldest != 3 {
 		t.Errorf("After(0): ok %v oldest %d, want false 3", ok, oldest)
 	}
-	if items, _, _, _ = b.After(2, MaxAnswerBytes); cmp.Diff([]string{"c", "d", "e"}, podNames(decoded(t, items))) != "" {
+	if items, _, _, _ := b.After(2, MaxAnswerBytes); cmp.Diff([]string{"c", "d", "e"}, podNames(decoded(t, items))) != "" {
 		t.Errorf("After(2) = %v, want c d e", podNames(decoded(t, items)))
 	}
 	b = NewBuffer(4, one/2, "e")
