@@ -134,7 +134,7 @@ func TestRecordStream(t *testing.T) {
 	}
 
 	expected := `
-# HELP schedscope_record_buffer_evicted_total [ALPHA] Decision records overwritten in the full record stream buffer; a reader that had not read them must relist.
+# HELP schedscope_record_buffer_evicted_total [ALPHA] Decision records dropped from the full record stream buffer (its count or its bytes); a reader that had not read them must relist.
 # TYPE schedscope_record_buffer_evicted_total counter
 schedscope_record_buffer_evicted_total 5
 # HELP schedscope_record_buffer_records [ALPHA] Decision records held in the record stream's buffer.
