@@ -63,7 +63,7 @@ func fixture() []*record.Attempt {
 // anything but list nodes.
 func sidecar(t *testing.T) http.Handler {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ type env struct {
 // openStore opens a store in a temporary directory holding records.
 func openStore(t *testing.T, records ...*record.Attempt) *sqlite.Store {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +439,7 @@ func TestAuthorizerFailureIsNotAnEmptyAnswer(t *testing.T) {
 }
 
 func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func benchmarkFollow(b *testing.B, templates []*record.Attempt) {
 	}))
 	defer sched.srv.Close()
 	sched.up()
-	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func follow(t *testing.T, url string, w store.Writer, tune func(*Options)) *runn
 
 func openStore(t *testing.T, path string) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, store.Retention{})
+	s, err := sqlite.Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestPostgresFaultsLoseNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func() store.Store {
-		s, err := postgres.Open(ctx, url, store.Retention{})
+		s, err := postgres.Open(ctx, url, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ import (
 // namespace that lives are kept.
 func TestForget(t *testing.T) {
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,22 +56,22 @@ type RejectionRow struct {
 	Names []byte
 }
 
-// EncodeRows encodes records of epoch for storing, spread over the CPUs:
-// encoding a large record costs milliseconds.
-func EncodeRows(epoch string, records []Record) ([]Row, error) {
+// EncodeRows encodes records of cluster's stream epoch for storing,
+// spread over the CPUs: encoding a large record costs milliseconds.
+func EncodeRows(cluster, epoch string, records []Record) ([]Row, error) {
 	rows := make([]Row, len(records))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, r := range records {
 		g.Go(func() (err error) {
-			rows[i], err = encodeRow(epoch, r)
+			rows[i], err = encodeRow(cluster, epoch, r)
 			return err
 		})
 	}
 	return rows, g.Wait()
 }
 
-func encodeRow(epoch string, r Record) (Row, error) {
+func encodeRow(cluster, epoch string, r Record) (Row, error) {
 	a := r.Attempt
 	var data []byte
 	if r.JSON != nil {
@@ -83,7 +83,7 @@ func encodeRow(epoch string, r Record) (Row, error) {
 		}
 		data = compress(raw)
 	}
-	sum := Summarize(a, epoch)
+	sum := Summarize(a, cluster, epoch)
 	sum.StoredBytes = len(data)
 	summary, err := json.Marshal(sum)
 	if err != nil {

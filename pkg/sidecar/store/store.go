@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
@@ -12,17 +16,21 @@ import (
 // SchemaVersion is the version of the stored schema this build writes.
 // Every store migrates databases of older versions to it, step by step
 // through the same history, and refuses newer ones.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // ErrNotFound is returned when no stored attempt matches a query.
 var ErrNotFound = errors.New("not found")
 
-// Writer is what the follower needs.
+// Writer is what the follower needs. A store writes the records of one
+// cluster, the one it was opened for (Options.Cluster), with a cursor of
+// that cluster's own.
 type Writer interface {
-	// Cursor returns the stored cursor (zero when the store is new).
+	// Cursor returns the store's cluster's cursor (zero when the store has
+	// none yet).
 	Cursor(ctx context.Context) (v1alpha1.Cursor, error)
-	// Append stores records and cursor in one transaction. Records
-	// already stored (same epoch and sequence) are ignored. records may be
+	// Append stores records and cursor, the store's cluster's, in one
+	// transaction. Records already stored (same cluster, epoch and
+	// sequence) are ignored. records may be
 	// empty to store only the cursor.
 	Append(ctx context.Context, cursor v1alpha1.Cursor, records []Record) error
 }
@@ -47,7 +55,8 @@ func Records(attempts ...*record.Attempt) []Record {
 	return out
 }
 
-// Reader is what the explain API needs.
+// Reader is what the explain API needs. Its queries answer for every
+// cluster the store holds unless they name one.
 type Reader interface {
 	Cursor(ctx context.Context) (v1alpha1.Cursor, error)
 	// Attempts returns the summaries of the attempts of a pod, newest first.
@@ -57,11 +66,11 @@ type Reader interface {
 	Attempt(ctx context.Context, pod PodSelector, number int) (*record.Attempt, error)
 	// Pods returns pods by their latest attempt, newest first.
 	Pods(ctx context.Context, opts PodListOptions) ([]v1alpha1.PodStatus, error)
-	// Namespaces returns the namespaces of the stored pods.
+	// Namespaces returns the namespaces of the store's cluster's pods.
 	Namespaces(ctx context.Context) ([]string, error)
 	// Rejections counts Filter rejections by plugin or by node.
 	Rejections(ctx context.Context, q RejectionQuery) ([]v1alpha1.RejectionCount, error)
-	// StoreStats describes the store's contents.
+	// Stats describes the store's contents, every cluster's.
 	Stats(ctx context.Context) (v1alpha1.StoreStats, error)
 }
 
@@ -69,17 +78,19 @@ type Reader interface {
 type Store interface {
 	Writer
 	Reader
-	// Prune applies the retention policy and returns the number of
-	// attempts removed.
+	// Prune applies the retention policy to the store's cluster's
+	// attempts and returns the number of attempts removed.
 	Prune(ctx context.Context, now time.Time) (int, error)
-	// DeleteNamespace removes every attempt of the pods of namespace, and
-	// returns how many it removed.
+	// DeleteNamespace removes every attempt of the pods of namespace in
+	// the store's cluster, and returns how many it removed.
 	DeleteNamespace(ctx context.Context, namespace string) (int, error)
 	Close() error
 }
 
-// PodSelector names a pod either by UID or by namespace and name.
+// PodSelector names a pod either by UID or by namespace and name, in
+// Cluster; an empty Cluster selects the pod in any cluster.
 type PodSelector struct {
+	Cluster   string
 	Namespace string
 	Name      string
 	UID       string
@@ -91,6 +102,8 @@ type PodListOptions struct {
 	PendingOnly bool
 	// Namespaces keeps the pods of these namespaces; nil means all.
 	Namespaces []string
+	// Cluster keeps the pods of this cluster; empty means every cluster.
+	Cluster string
 	// Limit bounds the result; 0 means no bound.
 	Limit int
 }
@@ -111,6 +124,8 @@ type RejectionQuery struct {
 	Since, Until time.Time
 	// Namespaces keeps the attempts of these namespaces; nil means all.
 	Namespaces []string
+	// Cluster keeps the attempts of this cluster; empty means every cluster.
+	Cluster string
 	// Limit bounds the result (largest counts first); 0 means no bound.
 	Limit int
 	// Step, when positive, also counts each key in buckets of Step from
@@ -118,7 +133,33 @@ type RejectionQuery struct {
 	Step time.Duration
 }
 
-// Retention bounds what a store keeps. Zero fields are unbounded.
+// Options configure a store.
+type Options struct {
+	// Cluster names the cluster whose records the store writes: they carry
+	// it, the cursor is that cluster's own, and retention and
+	// DeleteNamespace touch that cluster's records only. Empty is the
+	// unnamed cluster, which every record stored before clusters were
+	// named belongs to. See ValidateClusterName.
+	Cluster   string
+	Retention Retention
+}
+
+// ValidateClusterName checks a cluster name: empty (the unnamed cluster)
+// or a DNS-1123 label, as Kubernetes names namespaces: at most 63
+// lowercase letters, digits and '-', starting and ending with a letter or
+// digit. The error says what is wrong with it.
+func ValidateClusterName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("cluster name %q is not a DNS-1123 label: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Retention bounds what a store keeps of its cluster's records. Zero
+// fields are unbounded.
 type Retention struct {
 	MaxAge      time.Duration
 	MaxAttempts int64
@@ -130,10 +171,10 @@ type Retention struct {
 	MaxDiskBytes int64
 }
 
-// Summarize returns the summary of a record.
-func Summarize(a *record.Attempt, epoch string) v1alpha1.AttemptSummary {
+// Summarize returns the summary of a record of cluster's stream epoch.
+func Summarize(a *record.Attempt, cluster, epoch string) v1alpha1.AttemptSummary {
 	s := v1alpha1.AttemptSummary{
-		Seq: a.Seq, Epoch: epoch, Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Result: a.Result,
+		Cluster: cluster, Seq: a.Seq, Epoch: epoch, Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Result: a.Result,
 		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode,
 		NominatedNode: a.NominatedNode, TraceID: a.TraceID, Finished: a.FinishTime(), Nodes: a.Nodes,
 	}

@@ -36,7 +36,7 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 // serveWith is serve with the API's authorizer.
 func serveWith(t *testing.T, authz authorizer.Authorizer, records ...*record.Attempt) string {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Retention{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,4 +44,7 @@ const (
 	ParamSince   = "since"
 	ParamUntil   = "until"
 	ParamStep    = "step"
+	// ParamCluster keeps the answers of one cluster (a sidecar's
+	// --cluster-name) when several write one store.
+	ParamCluster = "cluster"
 )

@@ -24,6 +24,9 @@ type Cursor struct {
 
 // AttemptSummary is one attempt without its per-node detail.
 type AttemptSummary struct {
+	// Cluster is the cluster the attempt was made in, as its sidecar's
+	// --cluster-name names it; empty for the unnamed cluster.
+	Cluster       string             `json:"cluster,omitempty"`
 	Seq           uint64             `json:"seq"`
 	Epoch         string             `json:"epoch"`
 	Pod           record.PodRef      `json:"pod"`
@@ -59,6 +62,8 @@ type RejectionSummary struct {
 
 // PodStatus is a pod as its latest attempt left it.
 type PodStatus struct {
+	// Cluster is the pod's cluster (Latest's); empty for the unnamed one.
+	Cluster   string        `json:"cluster,omitempty"`
 	Pod       record.PodRef `json:"pod"`
 	Profile   string        `json:"profile"`
 	FirstSeen time.Time     `json:"firstSeen"`
@@ -161,6 +166,8 @@ type Status struct {
 
 // Explanation is a scheduling attempt laid out for reading.
 type Explanation struct {
+	// Cluster is the pod's cluster; empty for the unnamed one.
+	Cluster       string            `json:"cluster,omitempty"`
 	Pod           record.PodRef     `json:"pod"`
 	Profile       string            `json:"profile"`
 	Attempt       int               `json:"attempt"`

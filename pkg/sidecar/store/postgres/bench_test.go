@@ -50,14 +50,14 @@ func BenchmarkIngest(b *testing.B) {
 func benchmarkIngest(b *testing.B, kind string, writers int, newAttempt func(int) *record.Attempt) {
 	ctx := context.Background()
 	open := func() (store.Store, error) {
-		return sqlite.Open(ctx, filepath.Join(b.TempDir(), "records.db"), store.Retention{})
+		return sqlite.Open(ctx, filepath.Join(b.TempDir(), "records.db"), store.Options{})
 	}
 	if kind == "postgres" {
 		url, err := server.CreateDatabase(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		open = func() (store.Store, error) { return Open(ctx, url, store.Retention{}) }
+		open = func() (store.Store, error) { return Open(ctx, url, store.Options{}) }
 	}
 	const batch = 16
 	// Each writer's records, encoded as the scheduler sends them.

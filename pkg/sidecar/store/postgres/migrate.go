@@ -75,6 +75,39 @@ ALTER TABLE attempts
 	ADD COLUMN last_seq bigint NOT NULL DEFAULT 0,
 	ADD COLUMN last_finished bigint NOT NULL DEFAULT 0;
 `,
+	// 3: records of several clusters. Attempts, pods and rejections carry
+	// their cluster ('' for the unnamed one, which every record stored
+	// before belongs to); an attempt is unique by cluster, epoch and
+	// sequence, a pod by cluster and UID, and each cluster has its own
+	// cursor. A column with a constant default is added without
+	// rewriting the table.
+	`
+ALTER TABLE attempts ADD COLUMN cluster text NOT NULL DEFAULT '';
+ALTER TABLE attempts DROP CONSTRAINT attempts_epoch_seq_key;
+ALTER TABLE attempts ADD CONSTRAINT attempts_cluster_epoch_seq_key UNIQUE (cluster, epoch, seq);
+DROP INDEX attempts_by_finished;
+CREATE INDEX attempts_by_finished ON attempts (cluster, finished);
+DROP INDEX attempts_by_namespace;
+CREATE INDEX attempts_by_namespace ON attempts (cluster, namespace, id);
+CREATE INDEX attempts_by_cluster ON attempts (cluster, id);
+ALTER TABLE pods ADD COLUMN cluster text NOT NULL DEFAULT '';
+ALTER TABLE pods DROP CONSTRAINT pods_pkey;
+ALTER TABLE pods ADD PRIMARY KEY (cluster, uid);
+ALTER TABLE rejections ADD COLUMN cluster text NOT NULL DEFAULT '';
+CREATE TABLE cursors (
+	cluster text   PRIMARY KEY,
+	epoch   text   NOT NULL,
+	seq     bigint NOT NULL,
+	lost    bigint NOT NULL
+);
+INSERT INTO cursors (cluster, epoch, seq, lost)
+	SELECT '',
+		COALESCE(MAX(CASE key WHEN 'cursor.epoch' THEN value END), ''),
+		COALESCE(MAX(CASE key WHEN 'cursor.seq' THEN value END), '0')::bigint,
+		COALESCE(MAX(CASE key WHEN 'cursor.lost' THEN value END), '0')::bigint
+	FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost') HAVING COUNT(*) > 0;
+DELETE FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost');
+`,
 }
 
 // migrationLock is the advisory lock key under which sidecars sharing a

@@ -18,22 +18,20 @@ import (
 
 var _ store.Store = &Store{}
 
-// Meta keys.
-const (
-	metaEpoch = "cursor.epoch"
-	metaSeq   = "cursor.seq"
-	metaLost  = "cursor.lost"
-)
-
 // Store is a store.Store in a PostgreSQL database.
 type Store struct {
 	pool      *pgxpool.Pool
+	cluster   string
 	retention store.Retention
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
-// connection string, as libpq takes) and migrates its schema.
-func Open(ctx context.Context, url string, retention store.Retention) (*Store, error) {
+// connection string, as libpq takes), migrates its schema, and returns
+// the store writing the records of opts.Cluster.
+func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
+	if err := store.ValidateClusterName(opts.Cluster); err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// The error may quote the URL, password included: name the problem only.
@@ -47,7 +45,7 @@ func Open(ctx context.Context, url string, retention store.Retention) (*Store, e
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
 	}
-	return &Store{pool: pool, retention: retention}, nil
+	return &Store{pool: pool, cluster: opts.Cluster, retention: opts.Retention}, nil
 }
 
 // Close closes the connections.
@@ -58,46 +56,33 @@ func (s *Store) Close() error {
 
 // Cursor implements store.Writer.
 func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM meta WHERE key IN ($1, $2, $3)`, metaEpoch, metaSeq, metaLost)
-	if err != nil {
-		return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
-	}
-	defer rows.Close()
 	var c v1alpha1.Cursor
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
-		}
-		switch k {
-		case metaEpoch:
-			c.Epoch = v
-		case metaSeq:
-			c.Seq, err = strconv.ParseUint(v, 10, 64)
-		case metaLost:
-			c.Lost, err = strconv.ParseUint(v, 10, 64)
-		}
-		if err != nil {
-			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor %s=%q: %w", k, v, err)
-		}
+	var seq, lost int64
+	err := s.pool.QueryRow(ctx, `SELECT epoch, seq, lost FROM cursors WHERE cluster = $1`, s.cluster).Scan(&c.Epoch, &seq, &lost)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return c, nil
 	}
-	return c, rows.Err()
+	if err != nil {
+		return c, fmt.Errorf("reading the cursor of cluster %q: %w", s.cluster, err)
+	}
+	c.Seq, c.Lost = uint64(seq), uint64(lost)
+	return c, nil
 }
 
 // Append implements store.Writer.
 func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
 	// Encode outside the transaction: it is the expensive part.
-	rows, err := store.EncodeRows(cursor.Epoch, records)
+	rows, err := store.EncodeRows(s.cluster, cursor.Epoch, records)
 	if err != nil {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, r := range rows {
-			if err := insert(ctx, tx, cursor.Epoch, r); err != nil {
+			if err := insert(ctx, tx, s.cluster, cursor.Epoch, r); err != nil {
 				return err
 			}
 		}
-		return putCursor(ctx, tx, cursor)
+		return putCursor(ctx, tx, s.cluster, cursor)
 	})
 	if err != nil {
 		return fmt.Errorf("storing %d records: %w", len(rows), err)
@@ -108,17 +93,17 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 // insert stores a record, its pod and its rejections; a record already
 // stored is left alone, and a repeat of the pod's latest unschedulable
 // outcome is folded into it.
-func insert(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) error {
+func insert(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.Row) error {
 	a := r.Attempt
-	if folded, err := foldRepeat(ctx, tx, epoch, r); folded || err != nil {
+	if folded, err := foldRepeat(ctx, tx, cluster, epoch, r); folded || err != nil {
 		return err
 	}
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO attempts
-		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-		ON CONFLICT (epoch, seq) DO NOTHING RETURNING id`,
-		epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished,
+		(cluster, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (cluster, epoch, seq) DO NOTHING RETURNING id`,
+		cluster, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished,
 		len(r.Data), string(r.Summary), r.Data, r.Signature).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // already stored
@@ -127,13 +112,13 @@ func insert(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) error {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+	b.Queue(`INSERT INTO pods (cluster, uid, namespace, name, first_seen, latest_id, finished, result)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (cluster, uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
 			latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result
 		WHERE excluded.latest_id > pods.latest_id`,
-		a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result))
-	queueRejections(b, id, r)
+		cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result))
+	queueRejections(b, cluster, id, r)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("indexing record %d: %w", a.Seq, err)
 	}
@@ -141,10 +126,10 @@ func insert(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) error {
 }
 
 // queueRejections queues the inserts of r's rejections under attempt id.
-func queueRejections(b *pgx.Batch, id int64, r store.Row) {
+func queueRejections(b *pgx.Batch, cluster string, id int64, r store.Row) {
 	for _, rj := range r.Rejected {
-		b.Queue(`INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-			VALUES ($1, $2, $3, $4, $5, $6)`, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+		b.Queue(`INSERT INTO rejections (cluster, attempt_id, finished, namespace, plugin, nodes, node_names)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, cluster, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
 	}
 }
 
@@ -154,7 +139,7 @@ func queueRejections(b *pgx.Batch, id int64, r store.Row) {
 // and r's rejections are indexed (they count in the rejection totals).
 // A repeat already folded is left alone. folded is false when r is not a
 // repeat.
-func foldRepeat(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) (folded bool, err error) {
+func foldRepeat(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.Row) (folded bool, err error) {
 	if r.Signature == nil {
 		return false, nil
 	}
@@ -163,9 +148,9 @@ func foldRepeat(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) (fold
 	var latestEpoch string
 	var sig []byte
 	var before bool
-	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attempts WHERE uid = $1 AND epoch = $2 AND seq < $3 AND last_seq >= $3),
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attempts WHERE cluster = $4 AND uid = $1 AND epoch = $2 AND seq < $3 AND last_seq >= $3),
 			a.id, a.epoch, a.seq, a.last_seq, a.signature
-		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.uid = $1`, a.Pod.UID, epoch, int64(a.Seq)).
+		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.cluster = $4 AND p.uid = $1`, a.Pod.UID, epoch, int64(a.Seq), cluster).
 		Scan(&before, &id, &latestEpoch, &seq, &lastSeq, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -185,21 +170,21 @@ func foldRepeat(ctx context.Context, tx pgx.Tx, epoch string, r store.Row) (fold
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE attempts SET repeats = repeats + 1, last_attempt = $1, last_seq = $2, last_finished = $3 WHERE id = $4`,
 		a.Attempt, int64(a.Seq), r.Finished, id)
-	b.Queue(`UPDATE pods SET finished = $1 WHERE uid = $2`, r.Finished, a.Pod.UID)
-	queueRejections(b, id, r)
+	b.Queue(`UPDATE pods SET finished = $1 WHERE cluster = $2 AND uid = $3`, r.Finished, cluster, a.Pod.UID)
+	queueRejections(b, cluster, id, r)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("folding record %d: %w", a.Seq, err)
 	}
 	return true, nil
 }
 
-// putCursor stores the follower's cursor.
-func putCursor(ctx context.Context, tx pgx.Tx, cursor v1alpha1.Cursor) error {
-	_, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ($1, $2), ($3, $4), ($5, $6)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-		metaEpoch, cursor.Epoch, metaSeq, strconv.FormatUint(cursor.Seq, 10), metaLost, strconv.FormatUint(cursor.Lost, 10))
+// putCursor stores cluster's cursor.
+func putCursor(ctx context.Context, tx pgx.Tx, cluster string, cursor v1alpha1.Cursor) error {
+	_, err := tx.Exec(ctx, `INSERT INTO cursors (cluster, epoch, seq, lost) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (cluster) DO UPDATE SET epoch = excluded.epoch, seq = excluded.seq, lost = excluded.lost`,
+		cluster, cursor.Epoch, int64(cursor.Seq), int64(cursor.Lost))
 	if err != nil {
-		return fmt.Errorf("storing cursor: %w", err)
+		return fmt.Errorf("storing the cursor of cluster %q: %w", cluster, err)
 	}
 	return nil
 }
@@ -225,7 +210,15 @@ func (q *query) wherePod(pod store.PodSelector) error {
 	default:
 		return errors.New("a pod is selected by UID or by namespace and name")
 	}
+	q.inCluster("cluster", pod.Cluster)
 	return nil
+}
+
+// inCluster keeps the rows of cluster in column; empty keeps all.
+func (q *query) inCluster(column, cluster string) {
+	if cluster != "" {
+		q.sql += ` AND ` + column + ` = ` + q.arg(cluster)
+	}
 }
 
 // inNamespaces keeps the rows of namespaces in column; nil keeps all.
@@ -301,6 +294,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 	if opts.PendingOnly {
 		q.sql += ` AND p.result <> ` + q.arg(string(record.ResultScheduled))
 	}
+	q.inCluster("p.cluster", opts.Cluster)
 	q.inNamespaces("p.namespace", opts.Namespaces)
 	q.sql += ` ORDER BY p.finished DESC`
 	q.limit(opts.Limit)
@@ -317,7 +311,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 		if err != nil {
 			return err
 		}
-		out = append(out, v1alpha1.PodStatus{Pod: latest.Pod, Profile: latest.Profile, FirstSeen: time.Unix(0, firstSeen).UTC(), Latest: latest})
+		out = append(out, v1alpha1.PodStatus{Cluster: latest.Cluster, Pod: latest.Pod, Profile: latest.Profile, FirstSeen: time.Unix(0, firstSeen).UTC(), Latest: latest})
 		return nil
 	})
 	if err != nil {
@@ -328,7 +322,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 
 // Namespaces implements store.Reader.
 func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT namespace FROM pods ORDER BY namespace`)
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT namespace FROM pods WHERE cluster = $1 ORDER BY namespace`, s.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
@@ -356,6 +350,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 	if !rq.Until.IsZero() {
 		q.sql += ` AND finished < ` + q.arg(rq.Until.UnixNano())
 	}
+	q.inCluster("cluster", rq.Cluster)
 	q.inNamespaces("namespace", rq.Namespaces)
 	rows, err := s.pool.Query(ctx, q.sql, q.args...)
 	if err != nil {

@@ -47,9 +47,9 @@ func newDatabase(t *testing.T) string {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T) func(store.Retention) (store.Store, error) {
+		New: func(t *testing.T) func(store.Options) (store.Store, error) {
 			url := newDatabase(t)
-			return func(r store.Retention) (store.Store, error) { return Open(context.Background(), url, r) }
+			return func(o store.Options) (store.Store, error) { return Open(context.Background(), url, o) }
 		},
 		RetainedBytes: func(t *testing.T, s store.Store) int64 {
 			n, err := s.(*Store).RetainedBytes(context.Background())
@@ -99,7 +99,7 @@ func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	for range 2 {
-		s, err := Open(ctx, url, store.Retention{})
+		s, err := Open(ctx, url, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestMigrations(t *testing.T) {
 		}
 	}
 	exec(t, url, `UPDATE schema_version SET version = 99`)
-	_, err := Open(ctx, url, store.Retention{})
+	_, err := Open(ctx, url, store.Options{})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99 is newer than this build's %d", store.SchemaVersion)) {
 		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
 	}
@@ -122,7 +122,7 @@ func TestOpenConcurrently(t *testing.T) {
 	errs := make(chan error, 4)
 	for range cap(errs) {
 		go func() {
-			s, err := Open(context.Background(), url, store.Retention{})
+			s, err := Open(context.Background(), url, store.Options{})
 			if err == nil {
 				s.Close()
 			}
@@ -147,7 +147,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	exec(t, url, `CREATE TABLE schema_version (version integer NOT NULL); INSERT INTO schema_version VALUES (1);`+migrations[0])
-	rows, err := store.EncodeRows("e1", store.Records(storetest.Fixture()...))
+	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)
 
-	s, err := Open(ctx, url, store.Retention{})
+	s, err := Open(ctx, url, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,10 +198,49 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
+// TestMigrateFromVersion2: a database of schema version 2 holding
+// storetest.Fixture under cursor (e1, 5), written as version 2's Append
+// wrote it (signatures included), is migrated on Open: its records and
+// cursor are the unnamed cluster's and answer every query as before,
+// repeats still fold into its attempts, and a named cluster stores the
+// same epoch, sequences and UIDs beside them.
+func TestMigrateFromVersion2(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	exec(t, url, `CREATE TABLE schema_version (version integer NOT NULL); INSERT INTO schema_version VALUES (2);`+migrations[0]+migrations[1])
+	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		a := r.Attempt
+		exec(t, url, `WITH a AS (INSERT INTO attempts (epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
+			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
+			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
+			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
+		for _, rj := range r.Rejected {
+			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+		}
+	}
+	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)
+
+	s, err := Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := dbVersion(t, url); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, url, store.Options{Cluster: "east"}) })
+}
+
 // TestOpenRejectsBadURL: a URL that does not parse is an error that does
 // not repeat it (it may hold a password).
 func TestOpenRejectsBadURL(t *testing.T) {
-	_, err := Open(context.Background(), "postgres://u:secret@127.0.0.1:notaport/db", store.Retention{})
+	_, err := Open(context.Background(), "postgres://u:secret@127.0.0.1:notaport/db", store.Options{})
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("Open of a bad URL: %v, want an error without the password", err)
 	}

@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pruneLock is the advisory lock key under which one process at a time
-// applies retention to a shared database.
+// pruneLock is the first advisory lock key under which one process at a
+// time applies retention to a cluster's records in a shared database; the
+// second is the hash of the cluster's name.
 const pruneLock = 0x5c4ed5c1
 
 // deleteBatch is how many attempts one retention transaction deletes: small
@@ -19,14 +20,16 @@ const pruneLock = 0x5c4ed5c1
 // minute's pass keeps up with a busy scheduler.
 const deleteBatch = 500
 
-// Prune implements store.Store: it removes attempts older than MaxAge, then
-// the oldest attempts beyond MaxAttempts and beyond MaxAttemptsPerNamespace
-// in each namespace, with their index rows; then, while the records and
-// rejection index exceed MaxDiskBytes, the oldest attempts in proportion
-// to the excess. Deletes go in batches of deleteBatch attempts, each its
-// own transaction, and lock only the rows they delete: ingest, which
-// inserts new rows, never waits for retention. When another process is
-// applying retention to the database, Prune does nothing.
+// Prune implements store.Store: of the store's cluster's attempts, it
+// removes those older than MaxAge, then the oldest beyond MaxAttempts and
+// beyond MaxAttemptsPerNamespace in each namespace, with their index rows;
+// then, while the cluster's records and rejection index exceed
+// MaxDiskBytes, the oldest in proportion to the excess. Other clusters'
+// records are left alone: each cluster's sidecar applies its own
+// retention. Deletes go in batches of deleteBatch attempts, each its own
+// transaction, and lock only the rows they delete: ingest, which inserts
+// new rows, never waits for retention. When another process is applying
+// retention to the cluster's records, Prune does nothing.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -34,30 +37,30 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	}
 	defer conn.Release()
 	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, pruneLock).Scan(&locked); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, pruneLock, s.cluster).Scan(&locked); err != nil {
 		return 0, fmt.Errorf("pruning: taking the retention lock: %w", err)
 	}
 	if !locked {
 		return 0, nil
 	}
 	defer func() {
-		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, pruneLock); err != nil {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext($2))`, pruneLock, s.cluster); err != nil {
 			// The lock goes with the connection.
 			conn.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}()
-	r := s.retention
+	r, c := s.retention, s.cluster
 	add := func(n int, err error) error {
 		removed += n
 		return err
 	}
 	if r.MaxAge > 0 {
-		if err := add(deleteBatches(ctx, conn, `finished < $1`, now.Add(-r.MaxAge).UnixNano())); err != nil {
+		if err := add(deleteBatches(ctx, conn, `cluster = $1 AND finished < $2`, c, now.Add(-r.MaxAge).UnixNano())); err != nil {
 			return removed, err
 		}
 	}
 	if r.MaxAttempts > 0 {
-		if err := add(deleteUpTo(ctx, conn, `SELECT id FROM attempts ORDER BY id DESC OFFSET $1 LIMIT 1`, `true`, r.MaxAttempts)); err != nil {
+		if err := add(deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE cluster = $2 ORDER BY id DESC OFFSET $1 LIMIT 1`, `cluster = $2`, r.MaxAttempts, c)); err != nil {
 			return removed, err
 		}
 	}
@@ -74,9 +77,10 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	return removed, nil
 }
 
-// pruneNamespaces deletes each namespace's oldest attempts beyond bound.
+// pruneNamespaces deletes the oldest attempts beyond bound of each of the
+// cluster's namespaces.
 func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
-	rows, err := conn.Query(ctx, `SELECT namespace FROM attempts GROUP BY namespace HAVING COUNT(*) > $1`, bound)
+	rows, err := conn.Query(ctx, `SELECT namespace FROM attempts WHERE cluster = $2 GROUP BY namespace HAVING COUNT(*) > $1`, bound, s.cluster)
 	if err != nil {
 		return 0, fmt.Errorf("pruning by namespace: %w", err)
 	}
@@ -86,7 +90,8 @@ func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound i
 	}
 	removed := 0
 	for _, ns := range namespaces {
-		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE namespace = $2 ORDER BY id DESC OFFSET $1 LIMIT 1`, `namespace = $2`, bound, ns)
+		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE cluster = $3 AND namespace = $2 ORDER BY id DESC OFFSET $1 LIMIT 1`,
+			`cluster = $3 AND namespace = $2`, bound, ns, s.cluster)
 		removed += n
 		if err != nil {
 			return removed, err
@@ -96,18 +101,19 @@ func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound i
 }
 
 // RetainedBytes returns the bytes Retention.MaxDiskBytes bounds: the
-// stored records and rejection index. PostgreSQL keeps the space of
-// deleted rows for new ones rather than giving it back, so its files stay
-// near their high-water mark (Stats().DiskBytes).
+// store's cluster's records and rejection index. PostgreSQL keeps the
+// space of deleted rows for new ones rather than giving it back, so its
+// files stay near their high-water mark (Stats().DiskBytes).
 func (s *Store) RetainedBytes(ctx context.Context) (int64, error) {
-	return retainedBytes(ctx, s.pool)
+	return retainedBytes(ctx, s.pool, s.cluster)
 }
 
 func retainedBytes(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}) (int64, error) {
+}, cluster string) (int64, error) {
 	var n int64
-	err := q.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(size), 0) FROM attempts) + (SELECT COALESCE(SUM(octet_length(node_names)), 0) FROM rejections)`).Scan(&n)
+	err := q.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(size), 0) FROM attempts WHERE cluster = $1)
+		+ (SELECT COALESCE(SUM(octet_length(node_names)), 0) FROM rejections WHERE cluster = $1)`, cluster).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("reading the stored bytes: %w", err)
 	}
@@ -120,17 +126,17 @@ func retainedBytes(ctx context.Context, q interface {
 func (s *Store) pruneBytes(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
 	removed := 0
 	for range 4 {
-		used, err := retainedBytes(ctx, conn)
+		used, err := retainedBytes(ctx, conn, s.cluster)
 		if err != nil || used <= bound {
 			return removed, err
 		}
 		var count int64
-		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM attempts`).Scan(&count); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM attempts WHERE cluster = $1`, s.cluster).Scan(&count); err != nil {
 			return removed, fmt.Errorf("pruning by size: %w", err)
 		}
 		excess := used - bound*9/10
 		k := min(count, max(1, (count*excess+used-1)/used))
-		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts ORDER BY id OFFSET $1 - 1 LIMIT 1`, `true`, k)
+		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE cluster = $2 ORDER BY id OFFSET $1 - 1 LIMIT 1`, `cluster = $2`, k, s.cluster)
 		removed += n
 		if err != nil || n == 0 {
 			return removed, err
@@ -178,7 +184,7 @@ func deleteBatches(ctx context.Context, conn interface {
 
 // DeleteNamespace implements store.Store.
 func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (int, error) {
-	n, err := deleteBatches(ctx, s.pool, `namespace = $1`, namespace)
+	n, err := deleteBatches(ctx, s.pool, `cluster = $1 AND namespace = $2`, s.cluster, namespace)
 	if err != nil {
 		return n, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
 	}

@@ -20,7 +20,7 @@ func BenchmarkAppend(b *testing.B) {
 	for _, batch := range []int{1, 16} {
 		b.Run(fmt.Sprintf("nodes=5000/batch=%d", batch), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "db"), store.Retention{})
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "db"), store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -66,6 +66,83 @@ ALTER TABLE attempts ADD COLUMN last_attempt INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN last_finished INTEGER NOT NULL DEFAULT 0;
 `,
+	// 3: records of several clusters. Attempts, pods and rejections carry
+	// their cluster ('' for the unnamed one, which every record stored
+	// before belongs to); an attempt is unique by cluster, epoch and
+	// sequence, a pod by cluster and UID, and each cluster has its own
+	// cursor. SQLite changes a table's keys only by rebuilding it: the
+	// attempts and pods tables are copied (ids kept, and the attempts'
+	// AUTOINCREMENT counter) into tables with the new keys.
+	`
+CREATE TABLE attempts_v3 (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	cluster       TEXT    NOT NULL DEFAULT '',
+	epoch         TEXT    NOT NULL,
+	seq           INTEGER NOT NULL,
+	uid           TEXT    NOT NULL,
+	namespace     TEXT    NOT NULL,
+	name          TEXT    NOT NULL,
+	attempt       INTEGER NOT NULL,
+	result        TEXT    NOT NULL,
+	finished      INTEGER NOT NULL,
+	size          INTEGER NOT NULL,
+	summary       TEXT    NOT NULL,
+	data          BLOB    NOT NULL,
+	signature     BLOB,
+	repeats       INTEGER NOT NULL DEFAULT 0,
+	last_attempt  INTEGER NOT NULL DEFAULT 0,
+	last_seq      INTEGER NOT NULL DEFAULT 0,
+	last_finished INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (cluster, epoch, seq)
+);
+INSERT INTO attempts_v3 (id, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data,
+		signature, repeats, last_attempt, last_seq, last_finished)
+	SELECT id, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data,
+		signature, repeats, last_attempt, last_seq, last_finished FROM attempts;
+DELETE FROM sqlite_sequence WHERE name = 'attempts_v3';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'attempts_v3', seq FROM sqlite_sequence WHERE name = 'attempts';
+DROP TABLE attempts;
+ALTER TABLE attempts_v3 RENAME TO attempts;
+CREATE INDEX attempts_by_pod ON attempts (namespace, name, id);
+CREATE INDEX attempts_by_uid ON attempts (uid, id);
+CREATE INDEX attempts_by_finished ON attempts (cluster, finished);
+CREATE INDEX attempts_by_cluster ON attempts (cluster, id);
+
+CREATE TABLE pods_v3 (
+	cluster    TEXT    NOT NULL DEFAULT '',
+	uid        TEXT    NOT NULL,
+	namespace  TEXT    NOT NULL,
+	name       TEXT    NOT NULL,
+	first_seen INTEGER NOT NULL,
+	latest_id  INTEGER NOT NULL,
+	finished   INTEGER NOT NULL,
+	result     TEXT    NOT NULL,
+	PRIMARY KEY (cluster, uid)
+);
+INSERT INTO pods_v3 (uid, namespace, name, first_seen, latest_id, finished, result)
+	SELECT uid, namespace, name, first_seen, latest_id, finished, result FROM pods;
+DROP TABLE pods;
+ALTER TABLE pods_v3 RENAME TO pods;
+CREATE INDEX pods_by_result ON pods (result, finished);
+CREATE INDEX pods_by_finished ON pods (finished);
+CREATE INDEX pods_by_name ON pods (namespace, name);
+
+ALTER TABLE rejections ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE cursors (
+	cluster TEXT PRIMARY KEY,
+	epoch   TEXT    NOT NULL,
+	seq     INTEGER NOT NULL,
+	lost    INTEGER NOT NULL
+);
+INSERT INTO cursors (cluster, epoch, seq, lost)
+	SELECT '',
+		COALESCE(MAX(CASE key WHEN 'cursor.epoch' THEN value END), ''),
+		CAST(COALESCE(MAX(CASE key WHEN 'cursor.seq' THEN value END), '0') AS INTEGER),
+		CAST(COALESCE(MAX(CASE key WHEN 'cursor.lost' THEN value END), '0') AS INTEGER)
+	FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost') HAVING COUNT(*) > 0;
+DELETE FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost');
+`,
 }
 
 // migrate brings the database to the newest schema version, each step in

@@ -40,7 +40,7 @@ func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	for range 2 { // a new file, then the same file again
-		st, err := Open(ctx, path, store.Retention{})
+		st, err := Open(ctx, path, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	_, err = Open(ctx, path, store.Retention{})
+	_, err = Open(ctx, path, store.Options{})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99 is newer than this build's %d", store.SchemaVersion)) {
 		t.Fatalf("Open of a newer schema: error %v, want one naming both versions", err)
 	}
@@ -78,7 +78,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	st, err := Open(context.Background(), path, store.Retention{})
+	st, err := Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if v := userVersion(t, path); v != 1 {
 		t.Fatalf("testdata/schema-v1.db has schema version %d, want 1", v)
 	}
-	s, err := Open(ctx, path, store.Retention{})
+	s, err := Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +145,34 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if diff := cmp.Diff([]folded{{6, 1, 4}, {4, 0, 0}, {2, 0, 0}}, got); diff != "" {
 		t.Errorf("attempts of b/p2 (-want +got):\n%s", diff)
 	}
+}
+
+// TestMigrateFromVersion2: testdata/schema-v2.db was written by the
+// release before clusters (schema version 2) holding storetest.Fixture
+// under cursor (e1, 5). Opened by this build it is migrated: its records
+// and cursor are the unnamed cluster's and answer every query as before,
+// repeats still fold into its attempts, and a named cluster stores the
+// same epoch, sequences and UIDs beside them.
+func TestMigrateFromVersion2(t *testing.T) {
+	ctx := context.Background()
+	data, err := os.ReadFile("testdata/schema-v2.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "records.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := userVersion(t, path); v != 2 {
+		t.Fatalf("testdata/schema-v2.db has schema version %d, want 2", v)
+	}
+	s, err := Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := userVersion(t, path); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,17 +21,11 @@ import (
 
 var _ store.Store = &Store{}
 
-// Meta keys.
-const (
-	metaEpoch = "cursor.epoch"
-	metaSeq   = "cursor.seq"
-	metaLost  = "cursor.lost"
-)
-
 // Store is a store.Store in a SQLite database file.
 type Store struct {
 	db        *sql.DB
 	path      string
+	cluster   string
 	retention store.Retention
 
 	// mu serializes writers: SQLite allows one at a time, and waiting here
@@ -40,10 +33,14 @@ type Store struct {
 	mu sync.Mutex
 }
 
-// Open opens (creating if needed) the database at path.
-func Open(ctx context.Context, path string, retention store.Retention) (*Store, error) {
+// Open opens (creating if needed) the database at path, to write the
+// records of opts.Cluster.
+func Open(ctx context.Context, path string, opts store.Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("database path is empty")
+	}
+	if err := store.ValidateClusterName(opts.Cluster); err != nil {
+		return nil, err
 	}
 	// Records name pods and nodes: keep the file to its owner. SQLite
 	// gives its -wal and -shm files the database file's mode.
@@ -76,7 +73,7 @@ func Open(ctx context.Context, path string, retention store.Retention) (*Store, 
 		db.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
-	return &Store{db: db, path: path, retention: retention}, nil
+	return &Store{db: db, path: path, cluster: opts.Cluster, retention: opts.Retention}, nil
 }
 
 // journalSizeLimit is what the write-ahead log is cut back to after a
@@ -121,36 +118,23 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // Cursor implements store.Writer.
 func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key IN (?, ?, ?)`, metaEpoch, metaSeq, metaLost)
-	if err != nil {
-		return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
-	}
-	defer rows.Close()
 	var c v1alpha1.Cursor
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor: %w", err)
-		}
-		switch k {
-		case metaEpoch:
-			c.Epoch = v
-		case metaSeq:
-			c.Seq, err = strconv.ParseUint(v, 10, 64)
-		case metaLost:
-			c.Lost, err = strconv.ParseUint(v, 10, 64)
-		}
-		if err != nil {
-			return v1alpha1.Cursor{}, fmt.Errorf("reading cursor %s=%q: %w", k, v, err)
-		}
+	var seq, lost int64
+	err := s.db.QueryRowContext(ctx, `SELECT epoch, seq, lost FROM cursors WHERE cluster = ?`, s.cluster).Scan(&c.Epoch, &seq, &lost)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil
 	}
-	return c, rows.Err()
+	if err != nil {
+		return c, fmt.Errorf("reading the cursor of cluster %q: %w", s.cluster, err)
+	}
+	c.Seq, c.Lost = uint64(seq), uint64(lost)
+	return c, nil
 }
 
 // Append implements store.Writer.
 func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
 	// Encode outside the lock and the transaction: it is the expensive part.
-	rows, err := store.EncodeRows(cursor.Epoch, records)
+	rows, err := store.EncodeRows(s.cluster, cursor.Epoch, records)
 	if err != nil {
 		return err
 	}
@@ -161,7 +145,7 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 		return fmt.Errorf("starting transaction: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := prepareInserts(ctx, tx)
+	ins, err := prepareInserts(ctx, tx, s.cluster)
 	if err != nil {
 		return err
 	}
@@ -171,7 +155,7 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 			return err
 		}
 	}
-	if err := putCursor(ctx, tx, cursor); err != nil {
+	if err := putCursor(ctx, tx, s.cluster, cursor); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -180,8 +164,9 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 	return nil
 }
 
-// inserts are the statements that store a record.
+// inserts are the statements that store a record of cluster.
 type inserts struct {
+	cluster                 string
 	attempt, pod, rejection *sql.Stmt
 	// latest reads a pod's latest attempt; fold folds a repeat into it
 	// and touch moves the pod's finish time to the repeat's; folded finds
@@ -189,29 +174,29 @@ type inserts struct {
 	latest, fold, touch, folded *sql.Stmt
 }
 
-func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
-	var ins inserts
+func prepareInserts(ctx context.Context, tx *sql.Tx, cluster string) (*inserts, error) {
+	ins := inserts{cluster: cluster}
 	var err error
 	if ins.attempt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO attempts
-		(epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		(cluster, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, fmt.Errorf("preparing insert: %w", err)
 	}
-	if ins.pod, err = tx.PrepareContext(ctx, `INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+	if ins.pod, err = tx.PrepareContext(ctx, `INSERT INTO pods (cluster, uid, namespace, name, first_seen, latest_id, finished, result)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (cluster, uid) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
 			latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result
 		WHERE excluded.latest_id > pods.latest_id`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing pod upsert: %w", err)
 	}
-	if ins.rejection, err = tx.PrepareContext(ctx, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-		VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+	if ins.rejection, err = tx.PrepareContext(ctx, `INSERT INTO rejections (cluster, attempt_id, finished, namespace, plugin, nodes, node_names)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing rejection insert: %w", err)
 	}
 	if ins.latest, err = tx.PrepareContext(ctx, `SELECT a.id, a.epoch, a.seq, a.last_seq, a.signature
-		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.uid = ?`); err != nil {
+		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.cluster = ? AND p.uid = ?`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing latest attempt query: %w", err)
 	}
@@ -220,12 +205,12 @@ func prepareInserts(ctx context.Context, tx *sql.Tx) (*inserts, error) {
 		ins.close()
 		return nil, fmt.Errorf("preparing fold: %w", err)
 	}
-	if ins.touch, err = tx.PrepareContext(ctx, `UPDATE pods SET finished = ? WHERE uid = ?`); err != nil {
+	if ins.touch, err = tx.PrepareContext(ctx, `UPDATE pods SET finished = ? WHERE cluster = ? AND uid = ?`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing pod update: %w", err)
 	}
 	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts
-		WHERE uid = ? AND epoch = ? AND seq < ? AND last_seq >= ?`); err != nil {
+		WHERE cluster = ? AND uid = ? AND epoch = ? AND seq < ? AND last_seq >= ?`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing folded query: %w", err)
 	}
@@ -248,7 +233,7 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error
 	if folded, err := ins.foldRepeat(ctx, epoch, r); folded || err != nil {
 		return err
 	}
-	res, err := ins.attempt.ExecContext(ctx, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
+	res, err := ins.attempt.ExecContext(ctx, ins.cluster, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
 		a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
 	if err != nil {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
@@ -260,7 +245,7 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error
 	if err != nil {
 		return fmt.Errorf("storing record %d: %w", a.Seq, err)
 	}
-	if _, err := ins.pod.ExecContext(ctx, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
+	if _, err := ins.pod.ExecContext(ctx, ins.cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
 		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
 	}
 	return ins.indexRejections(ctx, id, r)
@@ -269,7 +254,7 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error
 // indexRejections stores the rejections of r's attempt under attempt id.
 func (ins *inserts) indexRejections(ctx context.Context, id int64, r store.Row) error {
 	for _, rj := range r.Rejected {
-		if _, err := ins.rejection.ExecContext(ctx, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names); err != nil {
+		if _, err := ins.rejection.ExecContext(ctx, ins.cluster, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names); err != nil {
 			return fmt.Errorf("indexing rejections of record %d: %w", r.Attempt.Seq, err)
 		}
 	}
@@ -287,7 +272,7 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 		return false, nil
 	}
 	var before int
-	if err := ins.folded.QueryRowContext(ctx, r.Attempt.Pod.UID, epoch, int64(r.Attempt.Seq), int64(r.Attempt.Seq)).Scan(&before); err != nil {
+	if err := ins.folded.QueryRowContext(ctx, ins.cluster, r.Attempt.Pod.UID, epoch, int64(r.Attempt.Seq), int64(r.Attempt.Seq)).Scan(&before); err != nil {
 		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.Attempt.Seq, err)
 	}
 	if before > 0 {
@@ -297,7 +282,7 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 	var latestEpoch string
 	var seq, lastSeq uint64
 	var sig []byte
-	err = ins.latest.QueryRowContext(ctx, r.Attempt.Pod.UID).Scan(&id, &latestEpoch, &seq, &lastSeq, &sig)
+	err = ins.latest.QueryRowContext(ctx, ins.cluster, r.Attempt.Pod.UID).Scan(&id, &latestEpoch, &seq, &lastSeq, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -313,36 +298,38 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 	if _, err := ins.fold.ExecContext(ctx, r.Attempt.Attempt, int64(r.Attempt.Seq), r.Finished, id); err != nil {
 		return false, fmt.Errorf("folding record %d: %w", r.Attempt.Seq, err)
 	}
-	if _, err := ins.touch.ExecContext(ctx, r.Finished, r.Attempt.Pod.UID); err != nil {
+	if _, err := ins.touch.ExecContext(ctx, r.Finished, ins.cluster, r.Attempt.Pod.UID); err != nil {
 		return false, fmt.Errorf("indexing pod of record %d: %w", r.Attempt.Seq, err)
 	}
 	return true, ins.indexRejections(ctx, id, r)
 }
 
-// putCursor stores the follower's cursor.
-func putCursor(ctx context.Context, tx *sql.Tx, cursor v1alpha1.Cursor) error {
-	for k, v := range map[string]string{
-		metaEpoch: cursor.Epoch,
-		metaSeq:   strconv.FormatUint(cursor.Seq, 10),
-		metaLost:  strconv.FormatUint(cursor.Lost, 10),
-	} {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
-			return fmt.Errorf("storing cursor: %w", err)
-		}
+// putCursor stores cluster's cursor.
+func putCursor(ctx context.Context, tx *sql.Tx, cluster string, cursor v1alpha1.Cursor) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO cursors (cluster, epoch, seq, lost) VALUES (?, ?, ?, ?)
+		ON CONFLICT (cluster) DO UPDATE SET epoch = excluded.epoch, seq = excluded.seq, lost = excluded.lost`,
+		cluster, cursor.Epoch, int64(cursor.Seq), int64(cursor.Lost)); err != nil {
+		return fmt.Errorf("storing the cursor of cluster %q: %w", cluster, err)
 	}
 	return nil
 }
 
 func podWhere(pod store.PodSelector) (string, []any, error) {
+	var where string
+	var args []any
 	switch {
 	case pod.UID != "":
-		return "uid = ?", []any{pod.UID}, nil
+		where, args = "uid = ?", []any{pod.UID}
 	case pod.Namespace != "" && pod.Name != "":
-		return "namespace = ? AND name = ?", []any{pod.Namespace, pod.Name}, nil
+		where, args = "namespace = ? AND name = ?", []any{pod.Namespace, pod.Name}
 	default:
 		return "", nil, errors.New("a pod is selected by UID or by namespace and name")
 	}
+	if pod.Cluster != "" {
+		where += " AND cluster = ?"
+		args = append(args, pod.Cluster)
+	}
+	return where, args, nil
 }
 
 // Attempts implements store.Reader.
@@ -434,6 +421,10 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 		q += ` AND p.result != ?`
 		args = append(args, string(record.ResultScheduled))
 	}
+	if opts.Cluster != "" {
+		q += ` AND p.cluster = ?`
+		args = append(args, opts.Cluster)
+	}
 	nsq, nsargs := inNamespaces("p.namespace", opts.Namespaces)
 	q += nsq
 	args = append(args, nsargs...)
@@ -459,8 +450,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 		if p.Latest, err = f.decode(); err != nil {
 			return nil, err
 		}
-		p.Pod = p.Latest.Pod
-		p.Profile = p.Latest.Profile
+		p.Cluster, p.Pod, p.Profile = p.Latest.Cluster, p.Latest.Pod, p.Latest.Profile
 		p.FirstSeen = time.Unix(0, firstSeen).UTC()
 		out = append(out, p)
 	}
@@ -469,7 +459,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 
 // Namespaces implements store.Reader.
 func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT namespace FROM pods ORDER BY namespace`)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT namespace FROM pods WHERE cluster = ? ORDER BY namespace`, s.cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
@@ -523,6 +513,10 @@ func rejectionWhere(rq store.RejectionQuery) (string, []any) {
 		where += ` AND finished < ?`
 		args = append(args, rq.Until.UnixNano())
 	}
+	if rq.Cluster != "" {
+		where += ` AND cluster = ?`
+		args = append(args, rq.Cluster)
+	}
 	nsq, nsargs := inNamespaces("namespace", rq.Namespaces)
 	return where + nsq, append(args, nsargs...)
 }
@@ -561,31 +555,34 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	return st, nil
 }
 
-// Prune implements store.Store: it removes attempts older than MaxAge, then
-// the oldest attempts beyond MaxAttempts and beyond MaxAttemptsPerNamespace
-// in each namespace, with their index rows; then, while the files on disk
-// exceed MaxDiskBytes, the oldest attempts in proportion to the excess,
-// giving the freed pages back to the file system.
+// Prune implements store.Store: of the store's cluster's attempts, it
+// removes those older than MaxAge, then the oldest beyond MaxAttempts and
+// beyond MaxAttemptsPerNamespace in each namespace, with their index rows;
+// then, while the files on disk exceed MaxDiskBytes, the oldest in
+// proportion to the excess, giving the freed pages back to the file
+// system. The file is the whole store's: with several clusters in one
+// file, MaxDiskBytes bounds them together and removes only this one's.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.retention
+	r, c := s.retention, s.cluster
 	var deletes []func(*sql.Tx) (sql.Result, error)
 	if r.MaxAge > 0 {
 		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE finished < ?`, now.Add(-r.MaxAge).UnixNano())
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ? AND finished < ?`, c, now.Add(-r.MaxAge).UnixNano())
 		})
 	}
 	if r.MaxAttempts > 0 {
 		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id <= (SELECT id FROM attempts ORDER BY id DESC LIMIT 1 OFFSET ?)`, r.MaxAttempts)
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ?1 AND id <= (
+				SELECT id FROM attempts WHERE cluster = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`, c, r.MaxAttempts)
 		})
 	}
 	if r.MaxAttemptsPerNamespace > 0 {
 		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
 			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (
-				SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace ORDER BY id DESC) AS newer FROM attempts)
-				WHERE newer > ?)`, r.MaxAttemptsPerNamespace)
+				SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace ORDER BY id DESC) AS newer FROM attempts WHERE cluster = ?)
+				WHERE newer > ?)`, c, r.MaxAttemptsPerNamespace)
 		})
 	}
 	if removed, err = s.deleteAttempts(ctx, deletes...); err != nil {
@@ -609,13 +606,15 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 			return removed, nil
 		}
 		n, err := s.deleteAttempts(ctx, func(tx *sql.Tx) (sql.Result, error) {
-			var count int64
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts`).Scan(&count); err != nil {
+			var count, all int64
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(cluster = ?), 0) FROM attempts`, c).Scan(&all, &count); err != nil {
 				return nil, err
 			}
+			// The excess in proportion to all attempts, taken from this
+			// cluster's.
 			excess := used - r.MaxDiskBytes*9/10
-			k := max(1, (count*excess+used-1)/used)
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (SELECT id FROM attempts ORDER BY id LIMIT ?)`, k)
+			k := max(1, (all*excess+used-1)/used)
+			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE cluster = ? ORDER BY id LIMIT ?)`, c, min(k, count))
 		})
 		removed += n
 		if err != nil {
@@ -675,6 +674,7 @@ func (s *Store) reclaim(ctx context.Context) error {
 
 // DeleteNamespace implements store.Store.
 func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (removed int, err error) {
+	c := s.cluster
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -682,13 +682,13 @@ func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (removed 
 		return 0, fmt.Errorf("starting transaction: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE namespace = ?`, namespace)
+	res, err := tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ? AND namespace = ?`, c, namespace)
 	if err != nil {
 		return 0, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
 	}
 	n, _ := res.RowsAffected()
-	for _, q := range []string{`DELETE FROM rejections WHERE namespace = ?`, `DELETE FROM pods WHERE namespace = ?`} {
-		if _, err := tx.ExecContext(ctx, q, namespace); err != nil {
+	for _, q := range []string{`DELETE FROM rejections WHERE cluster = ? AND namespace = ?`, `DELETE FROM pods WHERE cluster = ? AND namespace = ?`} {
+		if _, err := tx.ExecContext(ctx, q, c, namespace); err != nil {
 			return 0, fmt.Errorf("deleting the index of namespace %q: %w", namespace, err)
 		}
 	}

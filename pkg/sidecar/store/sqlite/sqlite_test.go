@@ -13,9 +13,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T) func(store.Retention) (store.Store, error) {
+		New: func(t *testing.T) func(store.Options) (store.Store, error) {
 			path := filepath.Join(t.TempDir(), "records.db")
-			return func(r store.Retention) (store.Store, error) { return Open(context.Background(), path, r) }
+			return func(o store.Options) (store.Store, error) { return Open(context.Background(), path, o) }
 		},
 		RetainedBytes: func(t *testing.T, s store.Store) int64 { return filesOnDisk(t, s.(*Store).path) },
 	})
@@ -40,7 +40,7 @@ func filesOnDisk(t *testing.T, path string) int64 {
 func openTest(t *testing.T, r store.Retention) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "records.db")
-	s, err := Open(context.Background(), path, r)
+	s, err := Open(context.Background(), path, store.Options{Retention: r})
 	if err != nil {
 		t.Fatal(err)
 	}

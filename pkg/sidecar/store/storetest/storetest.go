@@ -20,9 +20,9 @@ import (
 // Harness is how the suite reaches a store.
 type Harness struct {
 	// New makes one new, empty database and returns how to open it. open
-	// may be called again after the store it returned is closed: it opens
-	// the same database.
-	New func(t *testing.T) (open func(store.Retention) (store.Store, error))
+	// may be called again, after the store it returned is closed or
+	// while it is open (for another cluster): it opens the same database.
+	New func(t *testing.T) (open func(store.Options) (store.Store, error))
 	// RetainedBytes returns what the store's Retention.MaxDiskBytes bounds.
 	RetainedBytes func(t *testing.T, s store.Store) int64
 }
@@ -45,6 +45,12 @@ func Run(t *testing.T, h Harness) {
 		{"Prune", testPrune},
 		{"PruneKeepsBytesUnderMaxDiskBytes", testPruneKeepsBytesUnderMaxDiskBytes},
 		{"DeleteNamespace", testDeleteNamespace},
+		{"ClusterNameIsValidated", testClusterNameIsValidated},
+		{"ClustersHaveTheirOwnCursors", testClustersHaveTheirOwnCursors},
+		{"ClustersKeepSameUIDsAndSeqsApart", testClustersKeepSameUIDsAndSeqsApart},
+		{"ClustersFilterQueries", testClustersFilterQueries},
+		{"ClustersRetentionDoesNotMix", testClustersRetentionDoesNotMix},
+		{"ClustersDeleteNamespace", testClustersDeleteNamespace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, h) })
 	}
@@ -53,7 +59,7 @@ func Run(t *testing.T, h Harness) {
 // open opens a new store with retention r, closed when the test ends.
 func (h Harness) open(t *testing.T, r store.Retention) store.Store {
 	t.Helper()
-	s, err := h.New(t)(r)
+	s, err := h.New(t)(store.Options{Retention: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +331,7 @@ func testRejections(t *testing.T, h Harness) {
 func testCursorAndRecordsSurviveReopen(t *testing.T, h Harness) {
 	ctx := context.Background()
 	open := h.New(t)
-	s, err := open(store.Retention{})
+	s, err := open(store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +345,7 @@ func testCursorAndRecordsSurviveReopen(t *testing.T, h Harness) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := open(store.Retention{})
+	s2, err := open(store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,386 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/record/recordtest"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+)
+
+// Two clusters written into one store: east holds Fixture under cursor
+// (e1, 5); west holds the same epoch's first two records, the same pods'
+// UIDs and sequences, under cursor (e1, 2): there a/p1 (uid-1) and b/p2
+// (uid-2) are both pending.
+const (
+	east = "east"
+	west = "west"
+)
+
+// clusters opens east with retention r and west, unbounded, on one new
+// database, each holding its records; both are closed when the test ends.
+func (h Harness) clusters(t *testing.T, r store.Retention) (eastStore, westStore store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	open := h.New(t)
+	var stores []store.Store
+	for _, o := range []store.Options{{Cluster: east, Retention: r}, {Cluster: west}} {
+		s, err := open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	if err := stores[0].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := stores[1].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, store.Records(Fixture()[:2]...)); err != nil {
+		t.Fatal(err)
+	}
+	return stores[0], stores[1]
+}
+
+// clusterPods names pods as cluster:namespace/name.
+func clusterPods(pods []v1alpha1.PodStatus) []string {
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Cluster+":"+p.Pod.Namespace+"/"+p.Pod.Name)
+		if p.Latest.Cluster != p.Cluster {
+			names = append(names, "latest attempt in "+p.Latest.Cluster)
+		}
+	}
+	return names
+}
+
+// testClusterNameIsValidated: a cluster name is empty or a DNS-1123
+// label; another is refused with an error naming it.
+func testClusterNameIsValidated(t *testing.T, h Harness) {
+	open := h.New(t)
+	for _, name := range []string{"East", "east_1", "-east", strings.Repeat("e", 64)} {
+		s, err := open(store.Options{Cluster: name})
+		if err == nil {
+			s.Close()
+			t.Errorf("cluster name %q: opened, want an error", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), `cluster name "`+name+`"`) || !strings.Contains(err.Error(), "DNS-1123 label") {
+			t.Errorf("cluster name %q: error %q, want one naming it and the rule", name, err)
+		}
+	}
+}
+
+// testClustersHaveTheirOwnCursors: each cluster's follower reads back its
+// own cursor, across a reopen, and the unnamed cluster has none.
+func testClustersHaveTheirOwnCursors(t *testing.T, h Harness) {
+	ctx := context.Background()
+	open := h.New(t)
+	want := map[string]v1alpha1.Cursor{east: {Epoch: "e1", Seq: 5, Lost: 1}, west: {Epoch: "w1", Seq: 2}, "": {}}
+	for _, pass := range []string{"written", "reopened"} {
+		for _, cluster := range []string{east, west, ""} {
+			s, err := open(store.Options{Cluster: cluster})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pass == "written" && cluster != "" {
+				if err := s.Append(ctx, want[cluster], nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Cursor(ctx)
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want[cluster], got); diff != "" {
+				t.Errorf("%s: cursor of cluster %q (-want +got):\n%s", pass, cluster, diff)
+			}
+		}
+	}
+}
+
+// testClustersKeepSameUIDsAndSeqsApart: the same epoch, sequences and
+// pod UIDs in two clusters are two clusters' records; re-appending
+// either duplicates and overwrites nothing.
+func testClustersKeepSameUIDsAndSeqsApart(t *testing.T, h Harness) {
+	ctx := context.Background()
+	e, w := h.clusters(t, store.Retention{})
+	for range 2 { // the second time, every record is appended again
+		st, err := e.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Attempts != 7 || st.Pods != 5 {
+			t.Errorf("stats %+v, want east's 5 attempts and 3 pods and west's 2 and 2", st)
+		}
+		type seq struct {
+			Cluster string
+			Seq     uint64
+		}
+		var got []seq
+		sums, err := e.Attempts(ctx, store.PodSelector{UID: "uid-1"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range sums {
+			got = append(got, seq{a.Cluster, a.Seq})
+		}
+		if diff := cmp.Diff([]seq{{west, 1}, {east, 3}, {east, 1}}, got); diff != "" {
+			t.Errorf("attempts of uid-1 in every cluster, newest first (-want +got):\n%s", diff)
+		}
+		in := Fixture()
+		for _, tt := range []struct {
+			cluster string
+			want    int
+		}{{east, 2}, {west, 0}} {
+			a, err := w.Attempt(ctx, store.PodSelector{Cluster: tt.cluster, Namespace: "a", Name: "p1"}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(in[tt.want], a); diff != "" {
+				t.Errorf("latest attempt of a/p1 in %s (-want +got):\n%s", tt.cluster, diff)
+			}
+		}
+		if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, store.Records(Fixture()[:2]...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Attempt(ctx, store.PodSelector{Cluster: west, UID: "uid-3"}, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("east's pod uid-3 asked in west: %v, want ErrNotFound", err)
+	}
+}
+
+// testClustersFilterQueries: the pod lists, attempts and rejections keep
+// one cluster's when asked, every cluster's otherwise, and each answer
+// names its cluster.
+func testClustersFilterQueries(t *testing.T, h Harness) {
+	ctx := context.Background()
+	e, w := h.clusters(t, store.Retention{})
+	for _, tt := range []struct {
+		name string
+		opts store.PodListOptions
+		want []string
+	}{
+		{name: "every cluster", want: []string{"east:a/p3", "east:b/p2", "east:a/p1", "west:b/p2", "west:a/p1"}},
+		{name: "east", opts: store.PodListOptions{Cluster: east}, want: []string{"east:a/p3", "east:b/p2", "east:a/p1"}},
+		{name: "west pending", opts: store.PodListOptions{Cluster: west, PendingOnly: true}, want: []string{"west:b/p2", "west:a/p1"}},
+		{name: "pending in a", opts: store.PodListOptions{PendingOnly: true, Namespaces: []string{"a"}}, want: []string{"east:a/p3", "west:a/p1"}},
+		{name: "no such cluster", opts: store.PodListOptions{Cluster: "north"}},
+	} {
+		t.Run("pods/"+tt.name, func(t *testing.T) {
+			got, err := w.Pods(ctx, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, clusterPods(got)); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+		})
+	}
+	sums, err := e.Attempts(ctx, store.PodSelector{Cluster: west, Namespace: "b", Name: "p2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Cluster != west || sums[0].Seq != 2 {
+		t.Errorf("attempts of b/p2 in west: %+v, want west's seq 2 only", sums)
+	}
+	for _, tt := range []struct {
+		cluster string
+		want    []v1alpha1.RejectionCount
+	}{
+		{cluster: west, want: []v1alpha1.RejectionCount{{Key: "TaintToleration", Attempts: 2, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 1}}},
+		{cluster: east, want: rejectionsByPlugin},
+		{want: []v1alpha1.RejectionCount{
+			{Key: "TaintToleration", Attempts: 4, Nodes: 6}, {Key: "NodeResourcesFit", Attempts: 3, Nodes: 4}, {Key: "NodeAffinity", Attempts: 1, Nodes: 2},
+		}},
+	} {
+		got, err := e.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin, Cluster: tt.cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("rejections in cluster %q (-want +got):\n%s", tt.cluster, diff)
+		}
+	}
+}
+
+// testClustersRetentionDoesNotMix: one cluster's retention removes that
+// cluster's attempts only, however old or many the other's are.
+func testClustersRetentionDoesNotMix(t *testing.T, h Harness) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name        string
+		retention   store.Retention
+		wantRemoved int
+		wantEast    []uint64
+	}{
+		{name: "by age", retention: store.Retention{MaxAge: 2500 * time.Millisecond}, wantRemoved: 3, wantEast: []uint64{4, 5}},
+		{name: "by count", retention: store.Retention{MaxAttempts: 2}, wantRemoved: 3, wantEast: []uint64{4, 5}},
+		{name: "by count per namespace", retention: store.Retention{MaxAttemptsPerNamespace: 1}, wantRemoved: 3, wantEast: []uint64{4, 5}},
+		{name: "by bytes", retention: store.Retention{MaxDiskBytes: 1}, wantRemoved: 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, w := h.clusters(t, tt.retention)
+			// west's retention is unbounded: it removes nothing of east's.
+			if n, err := w.Prune(ctx, recordtest.Base.Add(5*time.Second)); err != nil || n != 0 {
+				t.Errorf("west's unbounded retention removed %d (%v), want 0", n, err)
+			}
+			removed, err := e.Prune(ctx, recordtest.Base.Add(5*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if removed != tt.wantRemoved {
+				t.Errorf("removed %d, want %d of east's", removed, tt.wantRemoved)
+			}
+			got := map[string][]uint64{}
+			pods, err := e.Pods(ctx, store.PodListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods {
+				sums, err := e.Attempts(ctx, store.PodSelector{Cluster: p.Cluster, UID: p.Pod.UID}, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, a := range sums {
+					got[a.Cluster] = append(got[a.Cluster], a.Seq)
+				}
+			}
+			for _, seqs := range got {
+				slices.Sort(seqs)
+			}
+			want := map[string][]uint64{west: {1, 2}}
+			if tt.wantEast != nil {
+				want[east] = tt.wantEast
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("kept sequences by cluster (-want +got):\n%s", diff)
+			}
+			rej, err := e.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin, Cluster: west})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rej) != 2 {
+				t.Errorf("west's rejections after east's retention: %+v, want both plugins'", rej)
+			}
+		})
+	}
+}
+
+// testClustersDeleteNamespace: a namespace deleted in one cluster keeps
+// the same namespace's records of the other.
+func testClustersDeleteNamespace(t *testing.T, h Harness) {
+	ctx := context.Background()
+	e, w := h.clusters(t, store.Retention{})
+	removed, err := e.DeleteNamespace(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed != 3 {
+		t.Errorf("removed %d, want east's 3 attempts of namespace a", removed)
+	}
+	pods, err := w.Pods(ctx, store.PodListOptions{Namespaces: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"west:a/p1"}, clusterPods(pods)); diff != "" {
+		t.Errorf("pods of namespace a (-want +got):\n%s", diff)
+	}
+	rej, err := w.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin, Namespaces: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]v1alpha1.RejectionCount{{Key: "TaintToleration", Attempts: 1, Nodes: 2}}, rej); diff != "" {
+		t.Errorf("rejections in namespace a (-want +got):\n%s", diff)
+	}
+	for s, want := range map[store.Store][]string{e: {"b"}, w: {"a", "b"}} {
+		got, err := s.Namespaces(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("namespaces (-want +got):\n%s", diff)
+		}
+	}
+}
+
+// CheckMigratedFixture asserts what a store of the unnamed cluster, s,
+// migrated from a schema before clusters that held Fixture under cursor
+// (e1, 5), answers: everything CheckFixture checks, each answer in the
+// unnamed cluster; a pending pod's repeats fold into its stored attempt;
+// and the store opened by openEast (for cluster east) has a cursor of its
+// own and stores the same epoch, sequences and UIDs beside the old records.
+func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.Store, error)) {
+	t.Helper()
+	ctx := context.Background()
+	CheckFixture(t, s)
+	pods, err := s.Pods(ctx, store.PodListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{":a/p3", ":b/p2", ":a/p1"}, clusterPods(pods)); diff != "" {
+		t.Errorf("pods after the migration, in the unnamed cluster (-want +got):\n%s", diff)
+	}
+	repeat := func(n int) *record.Attempt {
+		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+	}
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+		t.Fatal(err)
+	}
+	type folded struct {
+		Seq                  uint64
+		Repeats, LastAttempt int
+	}
+	var got []folded
+	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range sums {
+		got = append(got, folded{a.Seq, a.Repeats, a.LastAttempt})
+	}
+	if diff := cmp.Diff([]folded{{4, 2, 4}, {2, 0, 0}}, got); diff != "" {
+		t.Errorf("attempts of b/p2, the repeats folded into the migrated attempt 2 (-want +got):\n%s", diff)
+	}
+
+	e, err := openEast()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if c, err := e.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{}) {
+		t.Errorf("east's cursor %+v, %v; want none", c, err)
+	}
+	if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{Epoch: "e1", Seq: 7}) {
+		t.Errorf("the unnamed cluster's cursor %+v, %v after east's; want (e1, 7)", c, err)
+	}
+	st, err := e.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempts != 12 || st.Pods != 6 {
+		t.Errorf("stats %+v, want 7 attempts of 3 pods in the unnamed cluster and 5 of 3 in east", st)
+	}
+	east, err := s.Pods(ctx, store.PodListOptions{Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"east:a/p3", "east:b/p2", "east:a/p1"}, clusterPods(east)); diff != "" {
+		t.Errorf("east's pods (-want +got):\n%s", diff)
+	}
+}
