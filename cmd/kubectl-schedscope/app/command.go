@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/client"
 	"github.com/schedscope/schedscope/pkg/version"
 )
@@ -30,6 +33,9 @@ type Options struct {
 	// which serves the sidecar's API as an aggregated API.
 	SidecarURL string
 	Output     string
+	// ClusterName keeps one cluster's answers (a sidecar's --cluster-name)
+	// when several clusters write one store; empty keeps every cluster's.
+	ClusterName string
 
 	genericiooptions.IOStreams
 
@@ -49,11 +55,17 @@ func NewOptions(streams genericiooptions.IOStreams) *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
 	fs.StringVar(&o.SidecarURL, "sidecar-url", o.SidecarURL, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API. The kubeconfig's credentials are never sent over plain http except to loopback.")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Only the pods and attempts of this cluster, as its sidecar's --cluster-name names it, when several clusters write one store. Not kubectl's --cluster, which picks the kubeconfig's cluster to talk to.")
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), or one of kubectl's: json, yaml, jsonpath=..., jsonpath-as-json=..., go-template=....")
 }
 
 // Validate checks the shared flags.
 func (o *Options) Validate() error {
+	if o.ClusterName != "" {
+		if errs := validation.IsDNS1123Label(o.ClusterName); len(errs) > 0 {
+			return usageErrorf("--cluster-name %q is not a cluster name (a DNS-1123 label): %s", o.ClusterName, strings.Join(errs, "; "))
+		}
+	}
 	if o.tableOutput() {
 		return nil
 	}
@@ -61,6 +73,36 @@ func (o *Options) Validate() error {
 		return usageErrorf("--output %q: not table or wide, and kubectl's printers: %v", o.Output, err)
 	}
 	return nil
+}
+
+// withCluster adds --cluster-name to a request's parameters.
+func (o *Options) withCluster(q url.Values) url.Values {
+	if o.ClusterName != "" {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set(v1alpha1.ParamCluster, o.ClusterName)
+	}
+	return q
+}
+
+// clusterColumn reports whether a table shows the CLUSTER column: when its
+// rows are of more than one cluster (the unnamed one counting as one).
+func clusterColumn[T any](items []T, cluster func(T) string) bool {
+	for _, it := range items[min(1, len(items)):] {
+		if cluster(it) != cluster(items[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterName shows a cluster's name, "-" for the unnamed one.
+func clusterName(c string) string {
+	if c == "" {
+		return "-"
+	}
+	return c
 }
 
 func (o *Options) client() (client.Client, error) {

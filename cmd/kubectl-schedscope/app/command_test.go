@@ -550,3 +550,31 @@ func TestKubectlPrinters(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingClusterColumn: the pending table shows a CLUSTER column when
+// its pods are of more than one cluster, and not otherwise.
+func TestPendingClusterColumn(t *testing.T) {
+	now := recordtest.Base.Add(time.Minute)
+	pod := func(cluster, name string) v1alpha1.PodStatus {
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Attempt: 1, Result: record.ResultUnschedulable, Message: "no"}}
+	}
+	for _, tt := range []struct {
+		name string
+		pods []v1alpha1.PodStatus
+		want string
+	}{
+		{name: "one cluster", pods: []v1alpha1.PodStatus{pod("east", "a"), pod("east", "b")}, want: "NAMESPACE  NAME"},
+		{name: "two clusters", pods: []v1alpha1.PodStatus{pod("east", "a"), pod("west", "a")}, want: "CLUSTER  NAMESPACE  NAME"},
+		{name: "a named and the unnamed", pods: []v1alpha1.PodStatus{pod("", "a"), pod("west", "a")}, want: "CLUSTER  NAMESPACE  NAME"},
+	} {
+		var b strings.Builder
+		PrintPending(&b, tt.pods, now)
+		if !strings.HasPrefix(b.String(), tt.want) {
+			t.Errorf("%s: table\n%s\nwant it to start %q", tt.name, b.String(), tt.want)
+		}
+		if strings.HasPrefix(tt.want, "CLUSTER") && !strings.Contains(b.String(), "\nwest ") {
+			t.Errorf("%s: table\n%s\nwant a row of west", tt.name, b.String())
+		}
+	}
+}

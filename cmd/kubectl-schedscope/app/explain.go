@@ -142,7 +142,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 		}
 	}
 	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/explain", url.PathEscape(ns), url.PathEscape(e.pod))
-	q := url.Values{}
+	q := e.withCluster(url.Values{})
 	if e.attempt > 0 {
 		q.Set("attempt", strconv.Itoa(e.attempt))
 	}
@@ -200,7 +200,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 func (e *explainOptions) waitForAttempt(ctx context.Context, c client.Client, ns string) error {
 	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/attempts", url.PathEscape(ns), url.PathEscape(e.pod))
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, e.wait, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Get(ctx, path, url.Values{v1alpha1.ParamLimit: {"1"}})
+		_, err := c.Get(ctx, path, e.withCluster(url.Values{v1alpha1.ParamLimit: {"1"}}))
 		var ae *client.Error
 		if errors.As(err, &ae) && ae.Code == http.StatusNotFound {
 			return false, nil

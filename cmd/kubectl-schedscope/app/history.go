@@ -64,7 +64,7 @@ func (h *historyOptions) run(ctx context.Context) error {
 		return err
 	}
 	path := fmt.Sprintf(v1alpha1.Prefix+"namespaces/%s/pods/%s/attempts", url.PathEscape(ns), url.PathEscape(h.pod))
-	body, err := c.Get(ctx, path, url.Values{v1alpha1.ParamLimit: {strconv.Itoa(h.limit)}})
+	body, err := c.Get(ctx, path, h.withCluster(url.Values{v1alpha1.ParamLimit: {strconv.Itoa(h.limit)}}))
 	if err != nil {
 		return notFoundOr(err)
 	}
@@ -77,11 +77,20 @@ func (h *historyOptions) run(ctx context.Context) error {
 	return h.print(&list, func(w io.Writer) { PrintHistory(w, list.Items) })
 }
 
-// PrintHistory prints attempts as a table, in the order given.
+// PrintHistory prints attempts as a table, in the order given; a CLUSTER
+// column first when they are of more than one cluster (pods of one name
+// in several clusters).
 func PrintHistory(w io.Writer, attempts []v1alpha1.AttemptSummary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	clusters := clusterColumn(attempts, func(a v1alpha1.AttemptSummary) string { return a.Cluster })
+	if clusters {
+		fmt.Fprint(tw, "CLUSTER\t")
+	}
 	fmt.Fprintln(tw, "ATTEMPT\tRESULT\tNODE\tREJECTED BY\tFINISHED\tMESSAGE")
 	for _, a := range attempts {
+		if clusters {
+			fmt.Fprintf(tw, "%s\t", clusterName(a.Cluster))
+		}
 		number, finished := strconv.Itoa(a.Attempt), a.Finished
 		if a.Repeats > 0 {
 			number = fmt.Sprintf("%d-%d", a.Attempt, a.LastAttempt)

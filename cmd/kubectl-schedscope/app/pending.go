@@ -62,7 +62,7 @@ func (p *pendingOptions) run(ctx context.Context) error {
 		}
 		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
 	}
-	body, err := c.Get(ctx, path, url.Values{"limit": {strconv.Itoa(p.limit)}})
+	body, err := c.Get(ctx, path, p.withCluster(url.Values{"limit": {strconv.Itoa(p.limit)}}))
 	if err != nil {
 		return notFoundOr(err)
 	}
@@ -73,15 +73,23 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	return p.print(&list, func(w io.Writer) { PrintPending(w, list.Items, p.now()) })
 }
 
-// PrintPending prints pending pods as a table.
+// PrintPending prints pending pods as a table; a CLUSTER column first
+// when they are of more than one cluster.
 func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time) {
 	if len(pods) == 0 {
 		fmt.Fprintln(w, "No pending pods.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	clusters := clusterColumn(pods, func(p v1alpha1.PodStatus) string { return p.Cluster })
+	if clusters {
+		fmt.Fprint(tw, "CLUSTER\t")
+	}
 	fmt.Fprintln(tw, "NAMESPACE\tNAME\tPROFILE\tATTEMPTS\tRESULT\tPENDING FOR\tREJECTED BY\tMESSAGE")
 	for _, p := range pods {
+		if clusters {
+			fmt.Fprintf(tw, "%s\t", clusterName(p.Cluster))
+		}
 		var reasons []string
 		for _, r := range p.Latest.Reasons {
 			reasons = append(reasons, fmt.Sprintf("%s(%d)", r.Plugin, r.Nodes))

@@ -85,7 +85,7 @@ func (t *topOptions) run(ctx context.Context) error {
 		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/rejections"
 	}
 	q := url.Values{v1alpha1.ParamBy: {t.by}, v1alpha1.ParamSince: {t.since.String()}, v1alpha1.ParamLimit: {strconv.Itoa(t.limit)}}
-	body, err := c.Get(ctx, path, q)
+	body, err := c.Get(ctx, path, t.withCluster(q))
 	if err != nil {
 		return notFoundOr(err)
 	}

@@ -37,6 +37,8 @@ func TestValidate(t *testing.T) {
 		{name: "postgres", args: []string{"--store=postgres://schedscope@db.example:5432/schedscope?sslmode=verify-full"}},
 		{name: "postgres url hides its password", args: []string{"--store=postgres://u:secret@db.example/x?sslmode=sometimes"}, wantErr: []string{"not a PostgreSQL connection URL", "u:xxxxx@"}},
 		{name: "both store flags", args: []string{"--store=postgres://db.example/x", "--db-path=" + filepath.Join(dir, "records.db")}, wantErr: []string{"--db-path is the old form of --store=sqlite:///PATH"}},
+		{name: "cluster name", args: []string{"--cluster-name=east-1"}},
+		{name: "cluster name not a label", args: []string{"--cluster-name=East_1"}, wantErr: []string{"--cluster-name", `cluster name "East_1" is not a DNS-1123 label`}},
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
 		{name: "zero interval", args: []string{"--retention-interval=0s"}, wantErr: []string{"--retention-interval"}},

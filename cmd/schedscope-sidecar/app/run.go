@@ -76,7 +76,12 @@ func (o *Options) Run(ctx context.Context) error {
 	defer st.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.NewMetrics(reg)
+	// The sidecar's own metrics carry its cluster's name, when it has one.
+	var sreg prometheus.Registerer = reg
+	if o.ClusterName != "" {
+		sreg = prometheus.WrapRegistererWith(prometheus.Labels{"cluster": o.ClusterName}, reg)
+	}
+	m := metrics.NewMetrics(sreg)
 	f, err := o.follower(st, m)
 	if err != nil {
 		return err
@@ -87,13 +92,13 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser,
+		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser, Cluster: o.ClusterName,
 	}
 	if f != nil {
 		apiConfig.Status = f.Status
 	}
 	if o.ClusterHealth {
-		factory, hs, err := o.watchCluster(ctx, st, m, reg)
+		factory, hs, err := o.watchCluster(ctx, st, m, sreg)
 		if err != nil {
 			return err
 		}
@@ -113,7 +118,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
-	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "follow", o.Follow, "stream", o.StreamURL, "store", storeDisplay(o.Store))
+	logger.Info("Serving", "address", servingInfo.Listener.Addr().String(), "cluster", o.ClusterName, "follow", o.Follow, "stream", o.StreamURL, "store", storeDisplay(o.Store))
 
 	done := make(chan struct{})
 	go func() {

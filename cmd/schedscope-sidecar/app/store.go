@@ -61,9 +61,9 @@ func (o *Options) openStore(ctx context.Context) (store.Store, error) {
 		return nil, err
 	}
 	if loc.postgresURL != "" {
-		return postgres.Open(ctx, loc.postgresURL, store.Options{Retention: o.Retention})
+		return postgres.Open(ctx, loc.postgresURL, store.Options{Cluster: o.ClusterName, Retention: o.Retention})
 	}
-	return sqlite.Open(ctx, loc.sqlitePath, store.Options{Retention: o.Retention})
+	return sqlite.Open(ctx, loc.sqlitePath, store.Options{Cluster: o.ClusterName, Retention: o.Retention})
 }
 
 // storeDisplay names --store without a password.

@@ -46,6 +46,10 @@ type Config struct {
 	// which it returns false (deleted, or bound without a record the
 	// sidecar received) are left out of /apis/schedscope.io/v1alpha1/pending.
 	StillPending func(v1alpha1.PodStatus) bool
+	// Cluster is the cluster StillPending and Hints see (the sidecar's
+	// --cluster-name): pods of other clusters in the store are listed
+	// unchecked and explained without hints.
+	Cluster string
 	// Hints, when set, returns what would make the pod of an unschedulable
 	// attempt fit; showNodes is whether the caller may list nodes, and
 	// without it the hints name no node.
@@ -181,10 +185,14 @@ func writeNotRecorded(w http.ResponseWriter, sel store.PodSelector) {
 }
 
 func describe(sel store.PodSelector) string {
-	if sel.UID != "" {
-		return fmt.Sprintf("pod UID %q", sel.UID)
+	in := ""
+	if sel.Cluster != "" {
+		in = fmt.Sprintf(" in cluster %q", sel.Cluster)
 	}
-	return fmt.Sprintf("pod %s/%s", sel.Namespace, sel.Name)
+	if sel.UID != "" {
+		return fmt.Sprintf("pod UID %q%s", sel.UID, in)
+	}
+	return fmt.Sprintf("pod %s/%s%s", sel.Namespace, sel.Name, in)
 }
 
 func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
@@ -192,12 +200,13 @@ func (h *handler) podAttempts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit, err := ParseLimit(r.URL.Query())
+	lp, err := ParseListParams(r.URL.Query())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	items, err := h.Store.Attempts(r.Context(), sel, limit)
+	sel.Cluster = lp.Cluster
+	items, err := h.Store.Attempts(r.Context(), sel, lp.Limit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -228,6 +237,18 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, metav1.StatusReasonForbidden, forbiddenMessage(nodeListAttributes(u))+": asking about one node needs it")
 		return
 	}
+	if sel.Cluster = p.Cluster; sel.Cluster == "" {
+		// The pod's latest attempt's cluster: attempt numbers and the
+		// explanation are one cluster's pod's.
+		latest, err := h.Store.Attempts(r.Context(), sel, 1)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if len(latest) > 0 {
+			sel.Cluster = latest[0].Cluster
+		}
+	}
 	a, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
 	if errors.Is(err, store.ErrNotFound) {
 		msg := fmt.Sprintf("no attempts recorded for %s", describe(sel))
@@ -257,7 +278,8 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e := explain.Explain(a, p.Options)
-	if h.Hints != nil {
+	e.Cluster = sel.Cluster
+	if h.Hints != nil && sel.Cluster == h.Cluster {
 		e.Hints = h.Hints(a, mayListNodes)
 	}
 	if !mayListNodes {
@@ -303,18 +325,19 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		limit, err := ParseLimit(r.URL.Query())
+		lp, err := ParseListParams(r.URL.Query())
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
+		limit := lp.Limit
 		filter := pendingOnly && h.StillPending != nil
 		fetch := limit
 		if filter {
 			// Leave room for the pods the filter drops.
 			fetch = 2 * limit
 		}
-		items, err := h.Store.Pods(r.Context(), store.PodListOptions{PendingOnly: pendingOnly, Namespaces: nss, Limit: fetch})
+		items, err := h.Store.Pods(r.Context(), store.PodListOptions{PendingOnly: pendingOnly, Namespaces: nss, Cluster: lp.Cluster, Limit: fetch})
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -322,7 +345,8 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 		if filter {
 			kept := items[:0]
 			for _, it := range items {
-				if h.StillPending(it) {
+				// Only the sidecar's own cluster's pods can be checked.
+				if it.Cluster != h.Cluster || h.StillPending(it) {
 					kept = append(kept, it)
 				}
 			}

@@ -606,3 +606,80 @@ func TestLongAnswersAreStreamed(t *testing.T) {
 		t.Errorf("an answer of %d bytes was written in %d writes, the largest %d bytes: want it in pieces of at most a quarter", total, len(w.sizes), largest)
 	}
 }
+
+// TestClusters: with two clusters' records in one store, the list
+// endpoints keep one cluster's when asked (cluster=), every item names its
+// cluster, explain answers for the pod's cluster, the pending list checks
+// only the sidecar's own cluster's pods, and a bad cluster name is a 400
+// naming the parameter.
+func TestClusters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	t0 := recordtest.Base
+	for i, cluster := range []string{"east", "west"} {
+		st, err := sqlite.Open(ctx, path, store.Options{Cluster: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same UID and sequence in both clusters.
+		a := recordtest.MakeAttempt("a", "web", "uid-1").Finished(t0.Add(time.Duration(i)*time.Second)).
+			Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Seq(1).Obj()
+		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	st, err := sqlite.Open(ctx, path, store.Options{Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h, err := New(Config{
+		Store: st, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "alice get a/web", "alice list nodes"}},
+		Now:     func() time.Time { return t0.Add(time.Minute) },
+		Cluster: "east",
+		// east's pod is gone from east; west's cannot be checked here.
+		StillPending: func(v1alpha1.PodStatus) bool { return false },
+		Hints:        func(*record.Attempt, bool) []v1alpha1.Hint { return []v1alpha1.Hint{{Kind: v1alpha1.HintUncordon}} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	e := &env{srv: srv}
+	for _, tt := range []struct {
+		path     string
+		wantCode int
+		want     []string
+		notWant  []string
+	}{
+		{path: "pods", wantCode: 200, want: []string{`"cluster":"east"`, `"cluster":"west"`}},
+		{path: "pods?cluster=west", wantCode: 200, want: []string{`"cluster":"west"`}, notWant: []string{`"east"`}},
+		{path: "pending", wantCode: 200, want: []string{`"cluster":"west"`}, notWant: []string{`"east"`}},
+		{path: "namespaces/a/pods/web/attempts?cluster=east", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+		{path: "namespaces/a/pods/web/explain", wantCode: 200, want: []string{`"cluster":"west"`}, notWant: []string{`"hints"`}},
+		{path: "namespaces/a/pods/web/explain?cluster=east", wantCode: 200, want: []string{`"cluster":"east"`, `"hints"`}},
+		{path: "namespaces/a/pods/web/explain?cluster=north", wantCode: 404, want: []string{`pod a/web in cluster \"north\"`}},
+		{path: "rejections?by=plugin&since=2h&cluster=west", wantCode: 200, want: []string{`"attempts":1`}},
+		{path: "rejections?by=plugin&since=2h", wantCode: 200, want: []string{`"attempts":2`}},
+		{path: "pods?cluster=West_1", wantCode: 400, want: []string{`parameter \"cluster\"`, "DNS-1123 label"}},
+		{path: "pending?cluster=", wantCode: 400, want: []string{`parameter \"cluster\": empty`}},
+	} {
+		code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/"+tt.path)
+		if code != tt.wantCode {
+			t.Errorf("%s: status %d, want %d: %s", tt.path, code, tt.wantCode, body)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s: answer lacks %s: %s", tt.path, w, body)
+			}
+		}
+		for _, w := range tt.notWant {
+			if strings.Contains(string(body), w) {
+				t.Errorf("%s: answer holds %s: %s", tt.path, w, body)
+			}
+		}
+	}
+}

@@ -76,12 +76,49 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// ParseLimit parses the parameters of the attempts and pod list endpoints.
-func ParseLimit(q url.Values) (int, error) {
-	if err := checkKnown(q, v1alpha1.ParamLimit); err != nil {
-		return 0, err
+// ListParams are the parameters of the attempts and pod list endpoints.
+type ListParams struct {
+	Limit int
+	// Cluster keeps one cluster's answers; empty keeps every cluster's.
+	Cluster string
+}
+
+// ParseListParams parses the parameters of the attempts and pod list
+// endpoints.
+func ParseListParams(q url.Values) (ListParams, error) {
+	var p ListParams
+	if err := checkKnown(q, v1alpha1.ParamLimit, v1alpha1.ParamCluster); err != nil {
+		return p, err
 	}
-	return intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit)
+	var err error
+	if p.Cluster, err = clusterParam(q); err != nil {
+		return p, err
+	}
+	p.Limit, err = intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit)
+	return p, err
+}
+
+// ParseLimit parses the parameters of the attempts and pod list endpoints
+// and returns the limit.
+func ParseLimit(q url.Values) (int, error) {
+	p, err := ParseListParams(q)
+	return p.Limit, err
+}
+
+// clusterParam parses the cluster parameter: absent keeps every cluster,
+// and a cluster is named by a DNS-1123 label (store.ValidateClusterName).
+func clusterParam(q url.Values) (string, error) {
+	if !q.Has(v1alpha1.ParamCluster) {
+		return "", nil
+	}
+	c := q.Get(v1alpha1.ParamCluster)
+	if c == "" {
+		return "", paramErr(v1alpha1.ParamCluster, c, "empty; leave it out to keep every cluster")
+	}
+	if err := store.ValidateClusterName(c); err != nil {
+		return "", paramErr(v1alpha1.ParamCluster, c, "%v", err)
+	}
+	return c, nil
 }
 
 // ExplainParams are the parameters of the explain endpoint.
@@ -90,16 +127,22 @@ type ExplainParams struct {
 	Attempt int
 	// Node asks why the pod did (not) land on this node.
 	Node string
+	// Cluster is the pod's cluster; empty means the cluster of its latest
+	// attempt.
+	Cluster string
 	explain.Options
 }
 
 // ParseExplainParams parses the parameters of the explain endpoint.
 func ParseExplainParams(q url.Values) (ExplainParams, error) {
 	p := ExplainParams{}
-	if err := checkKnown(q, v1alpha1.ParamAttempt, v1alpha1.ParamNode, v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamAttempt, v1alpha1.ParamNode, v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit, v1alpha1.ParamCluster); err != nil {
 		return p, err
 	}
 	var err error
+	if p.Cluster, err = clusterParam(q); err != nil {
+		return p, err
+	}
 	if p.Attempt, err = intParam(q, v1alpha1.ParamAttempt, 0, 1, 1<<30); err != nil {
 		return p, err
 	}
@@ -132,7 +175,11 @@ func ParseExplainParams(q url.Values) (ExplainParams, error) {
 // (a duration) adds a time series of the window in buckets of step.
 func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, error) {
 	rq := store.RejectionQuery{}
-	if err := checkKnown(q, v1alpha1.ParamBy, v1alpha1.ParamSince, v1alpha1.ParamUntil, v1alpha1.ParamStep, v1alpha1.ParamLimit); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamBy, v1alpha1.ParamSince, v1alpha1.ParamUntil, v1alpha1.ParamStep, v1alpha1.ParamLimit, v1alpha1.ParamCluster); err != nil {
+		return rq, err
+	}
+	var err error
+	if rq.Cluster, err = clusterParam(q); err != nil {
 		return rq, err
 	}
 	switch by := q.Get(v1alpha1.ParamBy); by {
@@ -143,7 +190,6 @@ func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, er
 	default:
 		return rq, paramErr(v1alpha1.ParamBy, by, "%q is not %q or %q", by, v1alpha1.ByPlugin, v1alpha1.ByNode)
 	}
-	var err error
 	if rq.Since, err = timeParam(q, v1alpha1.ParamSince, now, now.Add(-time.Hour)); err != nil {
 		return rq, err
 	}

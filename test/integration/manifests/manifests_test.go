@@ -167,6 +167,7 @@ func TestInvalidValues(t *testing.T) {
 		{"value of the wrong type", []string{"scheduler.replicas=two"}, "at '/scheduler/replicas': got string, want integer"},
 		{"flag without dashes", []string{"scheduler.extraArgs={record-buffer-size=4000}"}, "at '/scheduler/extraArgs/0'"},
 		{"secret without its CA", []string{"apiService.certificate.source=secret", "apiService.certificate.secretName=x"}, "needs apiService.certificate.caBundle"},
+		{"cluster name not a label", []string{"sidecar.clusterName=East_1"}, "at '/sidecar/clusterName'"},
 		{"secret without a name", []string{"apiService.certificate.source=secret", "apiService.certificate.caBundle=x"}, "apiService.certificate.secretName is required"},
 	}
 	for _, tt := range tests {

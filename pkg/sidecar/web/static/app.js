@@ -61,13 +61,18 @@ function fmtTime(t) {
   return new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
-function podHref(pod, attempt) {
-  return '#/pods/' + encodeURIComponent(pod.namespace) + '/' + encodeURIComponent(pod.name) +
-    (attempt ? '?attempt=' + attempt : '');
+// podHref is a pod's page; cluster, when set, is the pod's cluster among
+// several in one store.
+function podHref(pod, attempt, cluster) {
+  const q = new URLSearchParams();
+  if (attempt) q.set('attempt', attempt);
+  if (cluster) q.set('cluster', cluster);
+  const qs = q.toString();
+  return '#/pods/' + encodeURIComponent(pod.namespace) + '/' + encodeURIComponent(pod.name) + (qs ? '?' + qs : '');
 }
 
-function podLink(pod, attempt) {
-  return el('a', { href: podHref(pod, attempt), text: pod.namespace + '/' + pod.name });
+function podLink(pod, attempt, cluster) {
+  return el('a', { href: podHref(pod, attempt, cluster), text: pod.namespace + '/' + pod.name });
 }
 
 function reasonsText(reasons) {
@@ -75,7 +80,9 @@ function reasonsText(reasons) {
 }
 
 // podColumns are the pod tables' columns with the value each sorts by.
+// Cluster shows only when the store holds named clusters.
 const podColumns = [
+  ['Cluster', p => p.cluster || ''],
   ['Pod', p => p.pod.namespace + '/' + p.pod.name],
   ['Profile', p => p.profile],
   ['Attempts', p => p.latest.lastAttempt || p.latest.attempt],
@@ -109,10 +116,12 @@ function podTable(items, empty, state) {
     const mark = cur === h ? ' ▲' : cur === '-' + h ? ' ▼' : '';
     return el('th', {}, state ? el('a', { class: 'sort', href: homeHref({ ...state, sort: next }), text: h + mark }) : h);
   };
+  const clusters = items.some(p => p.cluster);
   return el('table', { class: 'pods' },
-    el('thead', {}, el('tr', {}, podColumns.map(header))),
-    el('tbody', {}, items.map(p => el('tr', { 'data-pod': p.pod.namespace + '/' + p.pod.name },
-      el('td', {}, podLink(p.pod)),
+    el('thead', {}, el('tr', {}, podColumns.filter(([h]) => clusters || h !== 'Cluster').map(header))),
+    el('tbody', {}, items.map(p => el('tr', { 'data-pod': p.pod.namespace + '/' + p.pod.name, ...(p.cluster ? { 'data-cluster': p.cluster } : {}) },
+      clusters ? el('td', { class: 'cluster', text: p.cluster || '-' }) : null,
+      el('td', {}, podLink(p.pod, 0, p.cluster)),
       el('td', { text: p.profile }),
       el('td', { class: 'num', text: p.latest.lastAttempt || p.latest.attempt }),
       el('td', { class: 'result-' + p.latest.result, text: p.latest.result }),
@@ -145,6 +154,7 @@ async function orNote(path) {
 function homeHref(state) {
   const q = new URLSearchParams();
   if (state.ns) q.set('ns', state.ns);
+  if (state.cluster) q.set('cluster', state.cluster);
   if (state.q) q.set('q', state.q);
   if (state.result) q.set('result', state.result);
   if (state.sort) q.set('sort', state.sort);
@@ -155,14 +165,15 @@ function homeHref(state) {
 
 function namespaceForm(state) {
   const ns = el('input', { name: 'ns', placeholder: 'all namespaces', value: state.ns || '' });
+  const cluster = el('input', { name: 'cluster', placeholder: 'all clusters', value: state.cluster || '' });
   const search = el('input', { name: 'q', class: 'search', placeholder: 'pod name or UID prefix', value: state.q || '' });
   const result = el('select', { name: 'result' }, ['', 'scheduled', 'unschedulable', 'error'].map(r =>
     el('option', { value: r, text: r || 'any result', ...(r === (state.result || '') ? { selected: 'selected' } : {}) })));
   const refresh = el('input', { type: 'checkbox', name: 'refresh', ...(state.refresh ? { checked: 'checked' } : {}) });
   return el('form', { class: 'namespace', onsubmit: ev => {
     ev.preventDefault();
-    location.hash = homeHref({ ns: ns.value, q: search.value, result: result.value, sort: state.sort, refresh: refresh.checked ? '10s' : '' });
-  } }, el('label', {}, 'Namespace ', ns), el('label', {}, 'Search ', search), el('label', {}, 'Result ', result),
+    location.hash = homeHref({ ns: ns.value, cluster: cluster.value, q: search.value, result: result.value, sort: state.sort, refresh: refresh.checked ? '10s' : '' });
+  } }, el('label', {}, 'Namespace ', ns), el('label', {}, 'Cluster ', cluster), el('label', {}, 'Search ', search), el('label', {}, 'Result ', result),
   el('label', {}, refresh, ' refresh every 10 s'), el('button', { type: 'submit', text: 'Show' }));
 }
 
@@ -176,9 +187,10 @@ function matches(p, state) {
 
 async function renderHome(main, state) {
   const base = 'apis/schedscope.io/v1alpha1/' + (state.ns ? 'namespaces/' + encodeURIComponent(state.ns) + '/' : '');
+  const c = state.cluster ? '&cluster=' + encodeURIComponent(state.cluster) : '';
   const [pending, recent, byPlugin, byNode] = await Promise.all([
-    orNote(base + 'pending?limit=200'), orNote(base + 'pods?limit=' + (state.q || state.result ? 1000 : 100)),
-    orNote(base + 'rejections?by=plugin&since=1h&limit=10'), orNote(base + 'rejections?by=node&since=1h&limit=10')]);
+    orNote(base + 'pending?limit=200' + c), orNote(base + 'pods?limit=' + (state.q || state.result ? 1000 : 100) + c),
+    orNote(base + 'rejections?by=plugin&since=1h&limit=10' + c), orNote(base + 'rejections?by=node&since=1h&limit=10' + c)]);
   fill(main,
     namespaceForm(state),
     el('h2', { text: 'Pending pods' + (state.ns ? ' in ' + state.ns : '') }),
@@ -217,7 +229,7 @@ function summary(e) {
 function timeline(attempts, current, pod) {
   const items = attempts.slice().reverse();
   return el('ol', { class: 'timeline' }, items.map(a => el('li', { class: a.attempt === current ? 'current' : '' },
-    el('a', { href: podHref(pod, a.attempt), text: '#' + a.attempt + (a.repeats ? '–' + a.lastAttempt : '') }),
+    el('a', { href: podHref(pod, a.attempt, a.cluster), text: '#' + a.attempt + (a.repeats ? '–' + a.lastAttempt : '') }),
     ' ', el('span', { class: 'result-' + a.result, text: a.result + (a.repeats ? ' ×' + (a.repeats + 1) : '') }),
     ' ', el('span', { class: 'muted', text: fmtTime(a.finished) + (a.repeats ? ' to ' + fmtTime(a.lastFinished) : '') }),
     a.selectedNode ? ' → ' + a.selectedNode : (a.reasons && a.reasons.length ? ' — ' + reasonsText(a.reasons) : ''))));
@@ -332,12 +344,14 @@ async function renderPod(main, state) {
   const q = new URLSearchParams({ limit: PAGE, offset: state.offset || 0 });
   if (state.attempt) q.set('attempt', state.attempt);
   if (state.group >= 0) q.set('group', state.group);
+  if (state.cluster) q.set('cluster', state.cluster);
+  const c = state.cluster ? '&cluster=' + encodeURIComponent(state.cluster) : '';
   const [attempts, e] = await Promise.all([
-    api(podBase(state) + '/attempts?limit=100'),
+    api(podBase(state) + '/attempts?limit=100' + c),
     api(podBase(state) + '/explain?' + q.toString())]);
   fill(main,
     el('p', {}, el('a', { href: '#/', text: '← all pods' })),
-    el('h2', { text: 'Attempt ' + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name }),
+    el('h2', { text: 'Attempt ' + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name + (e.cluster ? ' in cluster ' + e.cluster : '') }),
     summary(e),
     ...hintsList(e),
     el('h2', { text: 'Attempts' }), timeline(attempts.items, e.attempt, e.pod),
@@ -358,11 +372,11 @@ function parseRoute() {
   const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
   if (parts[0] === 'pods' && parts.length === 3) {
     const q = new URLSearchParams(query || '');
-    return { view: 'pod', ns: parts[1], name: parts[2], attempt: Number(q.get('attempt')) || 0,
+    return { view: 'pod', ns: parts[1], name: parts[2], cluster: q.get('cluster') || '', attempt: Number(q.get('attempt')) || 0,
       group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
   }
   const q = new URLSearchParams(query || '');
-  return { view: 'home', ns: q.get('ns') || '', q: q.get('q') || '', result: q.get('result') || '',
+  return { view: 'home', ns: q.get('ns') || '', cluster: q.get('cluster') || '', q: q.get('q') || '', result: q.get('result') || '',
     sort: q.get('sort') || '', refresh: q.get('refresh') || '' };
 }
 
