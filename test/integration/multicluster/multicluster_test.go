@@ -1,0 +1,264 @@
+// Package multicluster tests several clusters' sidecars writing one
+// PostgreSQL store: two real control planes, each with its own
+// schedscope-scheduler and a sidecar naming its cluster, and one real
+// PostgreSQL server.
+package multicluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/pgserver"
+)
+
+const profile = "schedscope"
+
+// cluster is one control plane with its scheduler and sidecar.
+type cluster struct {
+	name    string
+	cp      *framework.ControlPlane
+	sched   *framework.Scheduler
+	sidecar *framework.Sidecar
+	// pending is how many of its pods cannot fit.
+	scheduled, pending int
+}
+
+// TestTwoClustersOneStore: the sidecars of clusters east and west write
+// one PostgreSQL database. Both clusters have pods of the same names in
+// the same namespace; every record each scheduler emitted is stored once
+// under its cluster (stored = emitted per cluster), each pod is listed
+// with its cluster and the UID its own cluster gave it, a cluster filter
+// keeps one cluster's, and kubectl schedscope pending -A through either
+// sidecar lists both clusters' pending pods with a CLUSTER column.
+func TestTwoClustersOneStore(t *testing.T) {
+	ctx := context.Background()
+	pg, err := pgserver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	url, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := []*cluster{{name: "east", scheduled: 3, pending: 2}, {name: "west", scheduled: 2, pending: 3}}
+	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
+	for _, c := range clusters {
+		c.cp = framework.StartTestControlPlane(t)
+		if c.sched, err = c.cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", config); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.sched.Stop)
+		if c.sidecar, err = c.cp.StartSidecar(ctx, "schedscope-sidecar", c.sched, "--store", url, "--cluster-name", c.name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.sidecar.Stop)
+		framework.CreateNodes(t, c.cp.Client, 2)
+		if _, err := c.cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The same names in both clusters: web-0, web-1, ... fit; the
+		// next ones ask for more CPU than any node has.
+		for i := range c.scheduled + c.pending {
+			cpu := "100m"
+			if i >= c.scheduled {
+				cpu = "1000"
+			}
+			createPod(t, c.cp, fmt.Sprintf("web-%d", i), cpu)
+		}
+	}
+	for _, c := range clusters {
+		if err := framework.WaitForBound(ctx, c.cp.Client, "shop", c.scheduled, 30*time.Second); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+
+	// Every record each scheduler emitted is stored, once, under its
+	// cluster: folded repeats count as the attempts they are.
+	for _, c := range clusters {
+		var emitted, stored int
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			list, err := framework.ListRecords(c.sched.StreamURL)
+			if err != nil {
+				return false, err
+			}
+			emitted = len(list.Items)
+			if stored, err = storedAttempts(c, clusters[0].sidecar); err != nil {
+				return false, err
+			}
+			return emitted == c.scheduled+c.pending+countRetries(list.Items) && stored == emitted, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %d records emitted, %d stored under the cluster: %v", c.name, emitted, stored, err)
+		}
+		t.Logf("%s: %d records emitted, %d stored under the cluster", c.name, emitted, stored)
+	}
+
+	// Every pod is listed with its cluster and the UID its cluster gave it.
+	for _, reader := range clusters {
+		var all v1alpha1.PodList
+		getJSON(t, reader.sidecar, "namespaces/shop/pods?limit=100", &all)
+		if want := 10; len(all.Items) != want {
+			t.Fatalf("pods through %s's sidecar: %d, want %d", reader.name, len(all.Items), want)
+		}
+		for _, p := range all.Items {
+			c := byName(clusters, p.Cluster)
+			if c == nil || p.Latest.Cluster != p.Cluster {
+				t.Errorf("pod %s/%s listed in cluster %q (latest attempt in %q)", p.Pod.Namespace, p.Pod.Name, p.Cluster, p.Latest.Cluster)
+				continue
+			}
+			pod, err := c.cp.Client.CoreV1().Pods("shop").Get(ctx, p.Pod.Name, metav1.GetOptions{})
+			if err != nil || string(pod.UID) != p.Pod.UID {
+				t.Errorf("pod %s of %s: UID %s listed, %s has %v (%v)", p.Pod.Name, c.name, p.Pod.UID, c.name, podUID(pod), err)
+			}
+		}
+		for _, c := range clusters {
+			var pending v1alpha1.PodList
+			getJSON(t, reader.sidecar, "pending?limit=100&cluster="+c.name, &pending)
+			var names []string
+			for _, p := range pending.Items {
+				if p.Cluster != c.name {
+					t.Errorf("pending?cluster=%s through %s lists %s of %q", c.name, reader.name, p.Pod.Name, p.Cluster)
+				}
+				names = append(names, p.Pod.Name)
+			}
+			slices.Sort(names)
+			var want []string
+			for i := c.scheduled; i < c.scheduled+c.pending; i++ {
+				want = append(want, fmt.Sprintf("web-%d", i))
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("pending pods of %s through %s's sidecar: %v, want %v", c.name, reader.name, names, want)
+			}
+		}
+	}
+
+	for _, c := range clusters {
+		out := runPlugin(t, c.cp.Kubeconfig, "pending", "-A", "--sidecar-url", c.sidecar.URL, "--insecure-skip-tls-verify")
+		t.Logf("kubectl schedscope pending -A (through %s's sidecar):\n%s", c.name, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if !strings.HasPrefix(lines[0], "CLUSTER") || len(lines) != 1+5 {
+			t.Errorf("pending -A through %s: want a CLUSTER column and 5 pods:\n%s", c.name, out)
+		}
+		for _, want := range []string{"east ", "west "} {
+			if !strings.Contains(out, "\n"+want) {
+				t.Errorf("pending -A through %s lists no pod of %s:\n%s", c.name, strings.TrimSpace(want), out)
+			}
+		}
+		out = runPlugin(t, c.cp.Kubeconfig, "pending", "-A", "--cluster-name", "west", "--sidecar-url", c.sidecar.URL, "--insecure-skip-tls-verify")
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); strings.HasPrefix(lines[0], "CLUSTER") || len(lines) != 1+3 {
+			t.Errorf("pending -A --cluster-name west through %s: want west's 3 pods and no CLUSTER column:\n%s", c.name, out)
+		}
+	}
+}
+
+// countRetries counts the records of attempts after a pod's first.
+func countRetries(records []*record.Attempt) int {
+	n := 0
+	for _, r := range records {
+		if r.Attempt > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// storedAttempts counts c's attempts in the store as reader serves them,
+// folded repeats included.
+func storedAttempts(c *cluster, reader *framework.Sidecar) (int, error) {
+	var pods v1alpha1.PodList
+	if err := getJSONErr(reader, "namespaces/shop/pods?limit=100&cluster="+c.name, &pods); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		var attempts v1alpha1.AttemptList
+		if err := getJSONErr(reader, "namespaces/shop/pods/"+p.Pod.Name+"/attempts?limit=100&cluster="+c.name, &attempts); err != nil {
+			return 0, err
+		}
+		for _, a := range attempts.Items {
+			if a.Cluster != c.name {
+				return 0, fmt.Errorf("attempt %d of %s asked in %s is %q's", a.Seq, p.Pod.Name, c.name, a.Cluster)
+			}
+			n += 1 + a.Repeats
+		}
+	}
+	return n, nil
+}
+
+func byName(clusters []*cluster, name string) *cluster {
+	for _, c := range clusters {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func podUID(p *v1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	return string(p.UID)
+}
+
+func createPod(t *testing.T, cp *framework.ControlPlane, name, cpu string) {
+	t.Helper()
+	_, err := cp.Client.CoreV1().Pods("shop").Create(context.Background(), &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.PodSpec{SchedulerName: profile, Containers: []v1.Container{{Name: "c", Image: framework.PauseImage,
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getJSON(t *testing.T, s *framework.Sidecar, path string, v any) {
+	t.Helper()
+	if err := getJSONErr(s, path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getJSONErr(s *framework.Sidecar, path string, v any) error {
+	body, err := framework.GetWithToken(s.URL + v1alpha1.Prefix + path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}
+
+// runPlugin runs kubectl-schedscope with kubeconfig and returns its
+// output; a non-zero exit fails the test.
+func runPlugin(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	plugin, err := framework.Binary("kubectl-schedscope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(plugin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) || err != nil {
+		t.Fatalf("kubectl-schedscope %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
