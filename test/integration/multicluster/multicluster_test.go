@@ -108,6 +108,17 @@ func TestTwoClustersOneStore(t *testing.T) {
 			t.Fatalf("%s: %d records emitted, %d stored under the cluster: %v", c.name, emitted, stored, err)
 		}
 		t.Logf("%s: %d records emitted, %d stored under the cluster", c.name, emitted, stored)
+
+		// The sidecar's metrics carry its cluster: each received every
+		// record its own scheduler emitted.
+		_, families, err := framework.Scrape(c.sidecar.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		received := families["schedscope_follower_records_received_total"]
+		if got := framework.Sum(received, map[string]string{"cluster": c.name}); got != float64(emitted) || len(received.GetMetric()) != 1 {
+			t.Errorf("%s's sidecar: schedscope_follower_records_received_total %v, want %d in one series labelled cluster=%q", c.name, received.GetMetric(), emitted, c.name)
+		}
 	}
 
 	// Every pod is listed with its cluster and the UID its cluster gave it.
