@@ -211,3 +211,56 @@ func TestHomePageForOneNamespaceInChromium(t *testing.T) {
 		t.Errorf("the page shows the nodes table to a caller who may not list nodes")
 	}
 }
+
+// TestClustersOnTheHomePageInChromium: with two clusters' records in one
+// store (the same pod name and UID in both), the pod tables show a Cluster
+// column and link each pod's page in its cluster, and the cluster filter
+// keeps one cluster's pods.
+func TestClustersOnTheHomePageInChromium(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	for _, cluster := range []string{"east", "west"} {
+		st, err := sqlite.Open(ctx, path, store.Options{Cluster: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := recordtest.MakeAttempt("batch", "job", "uid-job").Finished(time.Now().Add(-time.Minute)).Unschedulable("0/1 nodes are available").
+			Rejected("NodeResourcesFit", "Insufficient memory", "n1").Seq(1).Obj()
+		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	st, err := sqlite.Open(ctx, path, store.Options{Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "viewer"}}, true, nil
+	})
+	allow := authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authorizer.DecisionAllow, "", nil
+	})
+	apiHandler, err := api.New(api.Config{Store: st, Authenticator: anyone, Authorizer: allow, Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(v1alpha1.Prefix, apiHandler)
+	mux.Handle("/", Handler(Config{}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	pendingTable := regexp.MustCompile(`(?s)Pending pods</h2>.*?</table>`)
+	pending := pendingTable.FindString(webtest.DumpDOM(t, srv.URL+"/"))
+	for _, want := range []string{">Cluster", `data-cluster="east"`, `data-cluster="west"`, "#/pods/batch/job?cluster=west"} {
+		if !strings.Contains(pending, want) {
+			t.Errorf("the pending table of both clusters lacks %s:\n%s", want, pending)
+		}
+	}
+	pending = pendingTable.FindString(webtest.DumpDOM(t, srv.URL+"/#/?cluster=west"))
+	if !strings.Contains(pending, `data-cluster="west"`) || strings.Contains(pending, `data-cluster="east"`) {
+		t.Errorf("the pending table filtered to west:\n%s", pending)
+	}
+}

@@ -267,6 +267,7 @@ function hrefFor(state, change) {
   if (s.attempt) q.set('attempt', s.attempt);
   if (s.group !== undefined && s.group !== null && s.group >= 0) q.set('group', s.group);
   if (s.offset) q.set('offset', s.offset);
+  if (s.cluster) q.set('cluster', s.cluster);
   return '#/pods/' + encodeURIComponent(s.ns) + '/' + encodeURIComponent(s.name) + '?' + q.toString();
 }
 
@@ -316,6 +317,7 @@ function whyForm(state) {
   const form = el('form', { class: 'why', onsubmit: async ev => {
     ev.preventDefault();
     const q = new URLSearchParams({ node: input.value });
+    if (state.cluster) q.set('cluster', state.cluster);
     if (state.attempt) q.set('attempt', state.attempt);
     try {
       const ans = await api(podBase(state) + '/explain?' + q.toString());
