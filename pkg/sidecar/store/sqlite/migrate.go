@@ -147,7 +147,9 @@ DELETE FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost');
 
 // migrate brings the database to the newest schema version, each step in
 // its own transaction. A database of a newer version than this build knows
-// is refused: this build might misread it.
+// is refused: this build might misread it. Pages a step freed (version
+// 3 copies the attempts and pods tables) go back to the file system, and
+// the write-ahead log that held the copy is truncated.
 func migrate(ctx context.Context, db *sql.DB) error {
 	var version int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
@@ -156,6 +158,19 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if version > len(migrations) {
 		return fmt.Errorf("schema version %d is newer than this build's %d: run a newer schedscope", version, len(migrations))
 	}
+	if err := stepAll(ctx, db, version); err != nil || version == 0 || version == len(migrations) {
+		return err
+	}
+	for _, pragma := range []string{"PRAGMA incremental_vacuum", "PRAGMA wal_checkpoint(TRUNCATE)"} {
+		if _, err := db.ExecContext(ctx, pragma); err != nil {
+			return fmt.Errorf("reclaiming the space the migration freed (%s): %w", pragma, err)
+		}
+	}
+	return nil
+}
+
+// stepAll migrates from version to the newest.
+func stepAll(ctx context.Context, db *sql.DB, version int) error {
 	for v := version; v < len(migrations); v++ {
 		if err := step(ctx, db, v+1, migrations[v]); err != nil {
 			return fmt.Errorf("migrating the schema from version %d to %d: %w", v, v+1, err)

@@ -174,5 +174,12 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if v := userVersion(t, path); v != store.SchemaVersion {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
+	var free int
+	if err := s.db.QueryRow("PRAGMA freelist_count").Scan(&free); err != nil {
+		t.Fatal(err)
+	}
+	if free != 0 {
+		t.Errorf("%d free pages after the migration copied the tables, want them given back to the file system", free)
+	}
 	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
 }
