@@ -189,6 +189,7 @@ type ListHeader struct {
 	Epoch  string
 	Seq    uint64
 	Oldest uint64
+	Newest uint64
 	Items  int
 }
 
@@ -224,6 +225,8 @@ func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeade
 			err = jsonv2.UnmarshalDecode(dec, &h.Seq, jsonOptions)
 		case "oldest":
 			err = jsonv2.UnmarshalDecode(dec, &h.Oldest, jsonOptions)
+		case "newest":
+			err = jsonv2.UnmarshalDecode(dec, &h.Newest, jsonOptions)
 		case "items":
 			if dec.PeekKind() == 'n' {
 				_, err = dec.ReadToken()

@@ -18,9 +18,9 @@ func TestDecodeList(t *testing.T) {
 	}{
 		{
 			name:     "items after the epoch",
-			body:     `{"epoch":"e1","seq":3,"oldest":2,"items":[{"seq":2},{"seq":3,"scores":{"nodes":[]}}]}`,
+			body:     `{"epoch":"e1","seq":3,"oldest":2,"newest":7,"items":[{"seq":2},{"seq":3,"scores":{"nodes":[]}}]}`,
 			want:     []string{`e1/2 {"seq":2}`, `e1/3 {"seq":3,"scores":{"nodes":[]}}`},
-			wantHead: ListHeader{Epoch: "e1", Seq: 3, Oldest: 2, Items: 2},
+			wantHead: ListHeader{Epoch: "e1", Seq: 3, Oldest: 2, Newest: 7, Items: 2},
 		},
 		{
 			name:     "items before the epoch are held back",

@@ -35,6 +35,9 @@ type List struct {
 	Seq uint64 `json:"seq"`
 	// Oldest is the sequence of the oldest record still buffered.
 	Oldest uint64 `json:"oldest"`
+	// Newest is the sequence of the newest record buffered when the
+	// answer was made: while Seq < Newest, there is more to read.
+	Newest uint64 `json:"newest"`
 	// Items are buffered records after the requested sequence, oldest first.
 	Items []*record.Attempt `json:"items"`
 }

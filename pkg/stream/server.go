@@ -96,7 +96,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
-	_ = writeList(w, s.buf.Epoch(), since+uint64(len(items)), oldest, items)
+	_ = writeList(w, List{Epoch: s.buf.Epoch(), Seq: since + uint64(len(items)), Oldest: oldest, Newest: s.buf.Last()}, items)
 }
 
 // setWriteDeadline gives the answer's next writes the server's write
@@ -106,16 +106,16 @@ func (s *Server) setWriteDeadline(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 }
 
-// writeList writes a List whose items are already encoded.
-func writeList(w io.Writer, epoch string, seq, oldest uint64, items []Encoded) error {
-	head, err := json.Marshal(List{Epoch: epoch, Seq: seq, Oldest: oldest})
+// writeList writes the fields of head and items, already encoded, as a List.
+func writeList(w io.Writer, head List, items []Encoded) error {
+	b, err := json.Marshal(head)
 	if err != nil {
 		return err
 	}
-	// head ends with "items":null}; the items replace the null.
-	head = bytes.TrimSuffix(head, []byte("null}"))
+	// b ends with "items":null}; the items replace the null.
+	b = bytes.TrimSuffix(b, []byte("null}"))
 	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.Write(head)
+	bw.Write(b)
 	bw.WriteByte('[')
 	for i, it := range items {
 		if i > 0 {

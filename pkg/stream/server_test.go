@@ -174,8 +174,8 @@ func TestAnswersAreByteBounded(t *testing.T) {
 	if err := json.Unmarshal(body, &l); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("list: %s %s", resp.Status, body)
 	}
-	if diff := cmp.Diff(names[:3], podNames(l.Items)); diff != "" || l.Seq != 3 {
-		t.Fatalf("list answered seq %d, want 3, names (-want +got):\n%s", l.Seq, diff)
+	if diff := cmp.Diff(names[:3], podNames(l.Items)); diff != "" || l.Seq != 3 || l.Newest != uint64(len(names)) {
+		t.Fatalf("list answered seq %d and newest %d, want 3 and %d, names (-want +got):\n%s", l.Seq, l.Newest, len(names), diff)
 	}
 	wresp, err := http.Get(srv.URL + fmt.Sprintf("?watch=true&since=%d&epoch=e", l.Seq))
 	if err != nil {

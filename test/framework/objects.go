@@ -40,7 +40,7 @@ func CreateNode(ctx context.Context, client kubernetes.Interface, node *v1.Node,
 
 // ListRecords reads every buffered record from a record stream, each
 // decoded whole (with its scores), listing again from the last record
-// until an answer is empty: each answer holds at most
+// until an answer reaches the newest: each answer holds at most
 // stream.MaxAnswerBytes of records.
 func ListRecords(url string) (*stream.List, error) {
 	c, err := stream.NewClient(url, nil)
@@ -57,13 +57,24 @@ func ListRecords(url string) (*stream.List, error) {
 		if req.Since == nil {
 			l.Oldest = h.Oldest
 		}
-		l.Epoch, l.Seq = h.Epoch, h.Seq
-		if h.Items == 0 {
+		l.Epoch, l.Seq, l.Newest = h.Epoch, h.Seq, h.Newest
+		if h.Items == 0 || h.Seq >= h.Newest {
 			return l, nil
 		}
 		since := h.Seq
 		req = stream.Request{Epoch: h.Epoch, Since: &since}
 	}
+}
+
+// NewestRecord returns the epoch of a scheduler's record stream and the
+// sequence of its newest record, from one list answer.
+func NewestRecord(url string) (epoch string, seq uint64, err error) {
+	c, err := stream.NewClient(url, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	h, err := listOnce(c, stream.Request{}, &stream.List{})
+	return h.Epoch, h.Newest, err
 }
 
 // listOnce appends the records of one list answer to l.

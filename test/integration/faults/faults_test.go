@@ -8,7 +8,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -71,24 +69,14 @@ func createPodsAsync(cp *framework.ControlPlane, ns string, n int, name func(int
 	return done
 }
 
-// lastSeq returns the epoch and newest sequence of a scheduler's stream. A
-// list that takes several answers can be outrun by a burst evicting the
-// records it is about to continue from; only the newest sequence matters
-// here, so it lists again.
+// lastSeq returns the epoch and newest sequence of a scheduler's stream.
 func lastSeq(t *testing.T, s *framework.Scheduler) (string, uint64) {
 	t.Helper()
-	var l *stream.List
-	poll(t, time.Minute, "a list of the record stream", func() (bool, error) {
-		var err error
-		l, err = framework.ListRecords(s.StreamURL)
-		var gone *stream.GoneError
-		if errors.As(err, &gone) {
-			t.Logf("listing again: %v", err)
-			return false, nil
-		}
-		return err == nil, err
-	})
-	return l.Epoch, l.Seq
+	epoch, seq, err := framework.NewestRecord(s.StreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return epoch, seq
 }
 
 // poll waits for cond, failing the test with what after timeout.
