@@ -22,6 +22,7 @@ import (
 const (
 	OutputTable = "table"
 	OutputWide  = "wide"
+	OutputName  = "name"
 	OutputJSON  = "json"
 	OutputYAML  = "yaml"
 )
@@ -36,6 +37,8 @@ type Options struct {
 	// ClusterName keeps one cluster's answers (a sidecar's --cluster-name)
 	// when several clusters write one store; empty keeps every cluster's.
 	ClusterName string
+	// NoHeaders leaves out the tables' header rows.
+	NoHeaders bool
 
 	genericiooptions.IOStreams
 
@@ -56,7 +59,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ConfigFlags.AddFlags(fs)
 	fs.StringVar(&o.SidecarURL, "sidecar-url", o.SidecarURL, "Address of the sidecar (e.g. https://127.0.0.1:10263); by default the sidecar's API is reached through the kube-apiserver, which serves it as an aggregated API. The kubeconfig's credentials are never sent over plain http except to loopback.")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "Only the pods and attempts of this cluster, as its sidecar's --cluster-name names it, when several clusters write one store. Not kubectl's --cluster, which picks the kubeconfig's cluster to talk to.")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), or one of kubectl's: json, yaml, jsonpath=..., jsonpath-as-json=..., go-template=....")
+	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, wide (more columns), or one of kubectl's: name (the pods or nodes of the answer), json, yaml, jsonpath=..., jsonpath-as-json=..., go-template=..., custom-columns=HEADER:.field,... (a row per item of a list), custom-columns-file=....")
+	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Leave out the header rows of the tables of pending, history and top, and of custom-columns.")
 }
 
 // Validate checks the shared flags.
@@ -157,7 +161,7 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 	cmd.SetVersionTemplate("kubectl schedscope {{.Version}}\n")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	o.AddFlags(cmd.PersistentFlags())
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(OutputTable, OutputWide, OutputJSON, OutputYAML))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(outputFormats...))
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	cmd.AddCommand(newExplainCommand(o), newHistoryCommand(o), newPendingCommand(o), newTopCommand(o), newStatusCommand(o), newUICommand(o), newVersionCommand(o))

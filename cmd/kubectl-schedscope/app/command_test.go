@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -63,6 +65,13 @@ func fixture() []*record.Attempt {
 // anything but list nodes.
 func sidecar(t *testing.T) http.Handler {
 	t.Helper()
+	h, _ := sidecarStore(t)
+	return h
+}
+
+// sidecarStore is sidecar with its store, for tests that add records.
+func sidecarStore(t *testing.T) (http.Handler, store.Store) {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +98,7 @@ func sidecar(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return h, st
 }
 
 // fixtureHints computes the hints of fixture()'s attempts as if shop/db
@@ -493,7 +502,7 @@ func TestCompletion(t *testing.T) {
 		{"pods", []string{"__complete", "explain", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/"}, "pod/db\npod/web\n:4\n"},
 		{"pods by prefix", []string{"__complete", "history", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/w"}, "pod/web\n:4\n"},
 		{"verdicts", []string{"__complete", "explain", "pod/web", "--verdict", ""}, "feasible\nrejected\nnot-evaluated\n:4\n"},
-		{"outputs", []string{"__complete", "top", "-o", ""}, "table\nwide\njson\nyaml\n:4\n"},
+		{"outputs", []string{"__complete", "top", "-o", ""}, "table\nwide\nname\njson\nyaml\njsonpath=\njsonpath-as-json=\ngo-template=\ncustom-columns=\ncustom-columns-file=\n:4\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -539,11 +548,30 @@ func TestKubectlPrinters(t *testing.T) {
 		{"jsonpath", []string{"explain", "pod/web", "-o", "jsonpath={.selectedNode} {.rows[1].node}"}, ExitOK, "big-2 big-3"},
 		{"go-template", []string{"pending", "-o", "go-template={{range .items}}{{.pod.name}} {{end}}"}, ExitOK, "db "},
 		{"kind", []string{"top", "plugins", "-A", "--since", "8760h", "-o", "jsonpath={.kind} {.items[0].key}"}, ExitOK, "RejectionList NodeResourcesFit"},
+		{"name of pending pods", []string{"pending", "-A", "-o", "name"}, ExitOK, "pod/job\npod/db\n"},
+		{"name of an explained pod", []string{"explain", "pod/web", "-o", "name"}, ExitOK, "pod/web\n"},
+		{"name of rejected nodes", []string{"top", "nodes", "--since", "8760h", "--limit", "2", "-o", "name"}, ExitOK, "node/a\nnode/b\n"},
+		{"name of plugins", []string{"top", "plugins", "-o", "name"}, ExitUsage, ""},
+		{"name of the status", []string{"status", "-o", "name"}, ExitUsage, ""},
+		{"custom columns of a list", []string{"pending", "-A", "-o", "custom-columns=NS:.pod.namespace,POD:.pod.name,REJECTED BY:.latest.reasons[*].plugin"},
+			ExitOK, "NS      POD   REJECTED BY\nbatch   job   NodeResourcesFit\nshop    db    NodeAffinity\n"},
+		{"custom columns without headers", []string{"top", "plugins", "-A", "--since", "8760h", "--no-headers", "-o", "custom-columns=PLUGIN:.key,NODES:.nodes"},
+			ExitOK, "NodeResourcesFit   3\nNodeAffinity       2\nTaintToleration    1\n"},
+		{"custom columns of an explanation", []string{"explain", "pod/web", "-o", "custom-columns=POD:.pod.name,NODE:.selectedNode"}, ExitOK, "POD   NODE\nweb   big-2\n"},
+		{"custom columns without a spec", []string{"pending", "-o", "custom-columns="}, ExitUsage, ""},
+		{"pending without headers", []string{"pending", "-A", "--no-headers"}, ExitOK, ""},
 		{"unknown format", []string{"explain", "pod/web", "-o", "xml"}, ExitUsage, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := run(t, append(tt.args, "--kubeconfig", alice, "--sidecar-url", srv.URL)...)
+			if tt.name == "pending without headers" {
+				// The rows' PENDING FOR ages depend on the clock.
+				if code != tt.wantCode || !strings.HasPrefix(out, "batch  job  default-scheduler") || strings.Contains(out, "NAMESPACE") {
+					t.Errorf("exit code %d, output %q; want rows and no header; stderr %s", code, out, errOut)
+				}
+				return
+			}
 			if code != tt.wantCode || out != tt.want {
 				t.Errorf("exit code %d, output %q; want %d, %q; stderr %s", code, out, tt.wantCode, tt.want, errOut)
 			}
@@ -569,12 +597,82 @@ func TestPendingClusterColumn(t *testing.T) {
 		{name: "a named and the unnamed", pods: []v1alpha1.PodStatus{pod("", "a"), pod("west", "a")}, want: "CLUSTER  NAMESPACE  NAME"},
 	} {
 		var b strings.Builder
-		PrintPending(&b, tt.pods, now)
+		PrintPending(&b, tt.pods, now, true)
 		if !strings.HasPrefix(b.String(), tt.want) {
 			t.Errorf("%s: table\n%s\nwant it to start %q", tt.name, b.String(), tt.want)
 		}
 		if strings.HasPrefix(tt.want, "CLUSTER") && !strings.Contains(b.String(), "\nwest ") {
 			t.Errorf("%s: table\n%s\nwant a row of west", tt.name, b.String())
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a command writing while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestPendingWatch: pending -w prints the list, then a row (without the
+// header) for a pod whose latest attempt changed, and a line for a pod that
+// left the list, until interrupted.
+func TestPendingWatch(t *testing.T) {
+	defer func(d time.Duration) { watchInterval = d }(watchInterval)
+	watchInterval = 20 * time.Millisecond
+	h, st := sidecarStore(t)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			[]string{"pending", "-A", "-w", "--kubeconfig", alice, "--sidecar-url", srv.URL})
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), what), nil
+		}); err != nil {
+			t.Fatalf("no %q in the output of pending -w:\n%s\nstderr: %s", what, out.String(), errOut.String())
+		}
+	}
+	waitFor("0/2 nodes are available")
+
+	t1 := recordtest.Base.Add(time.Minute)
+	next := []*record.Attempt{
+		recordtest.MakeAttempt("shop", "db", "uid-db").Number(2).Seq(4).Finished(t1).Unschedulable("0/3 nodes are available").
+			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "a", "b", "c").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Number(2).Seq(5).Finished(t1).Passed("a").Scheduled("a").Obj(),
+	}
+	if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(next...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("batch/job left the pending list")
+	waitFor("0/3 nodes are available")
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("pending -w exited %d after the interrupt, want %d; stderr %s", code, ExitOK, errOut.String())
+	}
+	if got := strings.Count(out.String(), "NAMESPACE"); got != 1 {
+		t.Errorf("pending -w printed the header %d times, want once:\n%s", got, out.String())
+	}
+	if code, _, _ := run(t, "pending", "-w", "-o", "json", "--kubeconfig", alice, "--sidecar-url", srv.URL); code != ExitUsage {
+		t.Errorf("pending -w -o json exited %d, want %d", code, ExitUsage)
 	}
 }

@@ -8,17 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/client"
@@ -257,42 +253,6 @@ func resultCode(r record.Result) error {
 		return nil
 	}
 	return &ExitError{Code: ExitPending}
-}
-
-// tableOutput reports whether -o asks for one of the plugin's tables.
-func (o *Options) tableOutput() bool {
-	return o.Output == OutputTable || o.Output == OutputWide
-}
-
-// printer returns kubectl's printer of -o (json, yaml, jsonpath, go-template).
-func (o *Options) printer() (printers.ResourcePrinter, error) {
-	pf := genericclioptions.NewPrintFlags("")
-	pf.OutputFormat = &o.Output
-	return pf.ToPrinter()
-}
-
-// print prints v, an answer of the API, with the table function or with
-// kubectl's printer of -o, as an object of kind v's type in the API's group.
-func (o *Options) print(v any, table func(io.Writer)) error {
-	if o.tableOutput() {
-		table(o.Out)
-		return nil
-	}
-	p, err := o.printer()
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	obj := &unstructured.Unstructured{}
-	if err := json.Unmarshal(b, &obj.Object); err != nil {
-		return err
-	}
-	obj.SetAPIVersion(v1alpha1.GroupName + "/" + v1alpha1.Version)
-	obj.SetKind(reflect.TypeOf(v).Elem().Name())
-	return p.PrintObj(obj, o.Out)
 }
 
 // printGroups prints the nodes grouped by verdict: how many, which plugin,

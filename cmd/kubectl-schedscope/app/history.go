@@ -74,19 +74,21 @@ func (h *historyOptions) run(ctx context.Context) error {
 	}
 	// The API answers newest first.
 	slices.Reverse(list.Items)
-	return h.print(&list, func(w io.Writer) { PrintHistory(w, list.Items) })
+	return h.print(&list, func(w io.Writer) { PrintHistory(w, list.Items, !h.NoHeaders) })
 }
 
 // PrintHistory prints attempts as a table, in the order given; a CLUSTER
 // column first when they are of more than one cluster (pods of one name
-// in several clusters).
-func PrintHistory(w io.Writer, attempts []v1alpha1.AttemptSummary) {
+// in several clusters); with its header row if headers.
+func PrintHistory(w io.Writer, attempts []v1alpha1.AttemptSummary, headers bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	clusters := clusterColumn(attempts, func(a v1alpha1.AttemptSummary) string { return a.Cluster })
-	if clusters {
-		fmt.Fprint(tw, "CLUSTER\t")
+	if headers {
+		if clusters {
+			fmt.Fprint(tw, "CLUSTER\t")
+		}
+		fmt.Fprintln(tw, "ATTEMPT\tRESULT\tNODE\tREJECTED BY\tFINISHED\tMESSAGE")
 	}
-	fmt.Fprintln(tw, "ATTEMPT\tRESULT\tNODE\tREJECTED BY\tFINISHED\tMESSAGE")
 	for _, a := range attempts {
 		if clusters {
 			fmt.Fprintf(tw, "%s\t", clusterName(a.Cluster))

@@ -15,14 +15,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/client"
 )
 
 type pendingOptions struct {
 	*Options
 	allNamespaces bool
 	limit         int
+	watch         bool
 	now           func() time.Time
 }
+
+// watchInterval is how often pending -w asks again.
+var watchInterval = 2 * time.Second
 
 func newPendingCommand(o *Options) *cobra.Command {
 	p := &pendingOptions{Options: o, now: time.Now}
@@ -30,7 +35,9 @@ func newPendingCommand(o *Options) *cobra.Command {
 		Use:   "pending [-n NAMESPACE | -A]",
 		Short: "List the pods whose latest scheduling attempt did not schedule them",
 		Example: `  kubectl schedscope pending -A
-  kubectl schedscope pending -n shop -o yaml`,
+  kubectl schedscope pending -n shop -o yaml
+  kubectl schedscope pending -A -w
+  kubectl schedscope pending -A -o custom-columns=POD:.pod.name,REJECTED:.latest.reasons[*].plugin`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("pending takes no arguments; got %q", args)
@@ -46,6 +53,7 @@ func newPendingCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&p.allNamespaces, "all-namespaces", "A", false, "List pending pods of every namespace you may list pods in.")
 	cmd.Flags().IntVar(&p.limit, "limit", 500, "At most this many pods.")
+	cmd.Flags().BoolVarP(&p.watch, "watch", "w", false, "After the list, print a row whenever a pod's latest attempt changes, and when a pod leaves the list (scheduled or gone), until interrupted.")
 	return cmd
 }
 
@@ -53,6 +61,9 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	c, err := p.newClient()
 	if err != nil {
 		return err
+	}
+	if p.watch && !p.tableOutput() {
+		return usageErrorf("--watch prints tables only: -o table or wide")
 	}
 	path := v1alpha1.Prefix + "pending"
 	if !p.allNamespaces {
@@ -62,30 +73,86 @@ func (p *pendingOptions) run(ctx context.Context) error {
 		}
 		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
 	}
+	list, err := p.list(ctx, c, path)
+	if err != nil {
+		return err
+	}
+	if err := p.print(list, func(w io.Writer) { PrintPending(w, list.Items, p.now(), !p.NoHeaders) }); err != nil || !p.watch {
+		return err
+	}
+	return p.watchList(ctx, c, path, list)
+}
+
+func (p *pendingOptions) list(ctx context.Context, c client.Client, path string) (*v1alpha1.PodList, error) {
 	body, err := c.Get(ctx, path, p.withCluster(url.Values{"limit": {strconv.Itoa(p.limit)}}))
 	if err != nil {
-		return notFoundOr(err)
+		return nil, notFoundOr(err)
 	}
 	var list v1alpha1.PodList
 	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("decoding the pending pods: %w", err)
+		return nil, fmt.Errorf("decoding the pending pods: %w", err)
 	}
-	return p.print(&list, func(w io.Writer) { PrintPending(w, list.Items, p.now()) })
+	return &list, nil
 }
 
-// PrintPending prints pending pods as a table; a CLUSTER column first
-// when they are of more than one cluster.
-func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time) {
+// watchList asks for the list every watchInterval and prints a row for
+// each pod whose latest attempt changed, and for each that left the list.
+func (p *pendingOptions) watchList(ctx context.Context, c client.Client, path string, list *v1alpha1.PodList) error {
+	key := func(s v1alpha1.PodStatus) string { return s.Cluster + "/" + s.Pod.UID }
+	seen := map[string]v1alpha1.PodStatus{}
+	for _, s := range list.Items {
+		seen[key(s)] = s
+	}
+	ticker := time.NewTicker(watchInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+		next, err := p.list(ctx, c, path)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		now, current := p.now(), map[string]v1alpha1.PodStatus{}
+		var changed []v1alpha1.PodStatus
+		for _, s := range next.Items {
+			current[key(s)] = s
+			if old, ok := seen[key(s)]; !ok || old.Latest.Seq != s.Latest.Seq || old.Latest.LastAttempt != s.Latest.LastAttempt {
+				changed = append(changed, s)
+			}
+		}
+		for k, s := range seen {
+			if _, ok := current[k]; !ok {
+				fmt.Fprintf(p.Out, "%s/%s left the pending list (scheduled or gone)\n", s.Pod.Namespace, s.Pod.Name)
+			}
+		}
+		if len(changed) > 0 {
+			PrintPending(p.Out, changed, now, false)
+		}
+		seen = current
+	}
+}
+
+// PrintPending prints pending pods as a table, with its header row if
+// headers; a CLUSTER column first when they are of more than one cluster.
+func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers bool) {
 	if len(pods) == 0 {
 		fmt.Fprintln(w, "No pending pods.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	clusters := clusterColumn(pods, func(p v1alpha1.PodStatus) string { return p.Cluster })
-	if clusters {
-		fmt.Fprint(tw, "CLUSTER\t")
+	if headers {
+		if clusters {
+			fmt.Fprint(tw, "CLUSTER\t")
+		}
+		fmt.Fprintln(tw, "NAMESPACE\tNAME\tPROFILE\tATTEMPTS\tRESULT\tPENDING FOR\tREJECTED BY\tMESSAGE")
 	}
-	fmt.Fprintln(tw, "NAMESPACE\tNAME\tPROFILE\tATTEMPTS\tRESULT\tPENDING FOR\tREJECTED BY\tMESSAGE")
 	for _, p := range pods {
 		if clusters {
 			fmt.Fprintf(tw, "%s\t", clusterName(p.Cluster))

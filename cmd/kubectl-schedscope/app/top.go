@@ -93,19 +93,22 @@ func (t *topOptions) run(ctx context.Context) error {
 	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("decoding the rejections: %w", err)
 	}
-	return t.print(&list, func(w io.Writer) { PrintRejections(w, &list) })
+	return t.print(&list, func(w io.Writer) { PrintRejections(w, &list, !t.NoHeaders) })
 }
 
-// PrintRejections prints rejection counts as a table, most first.
-func PrintRejections(w io.Writer, list *v1alpha1.RejectionList) {
+// PrintRejections prints rejection counts as a table, most first, with its
+// header row if headers.
+func PrintRejections(w io.Writer, list *v1alpha1.RejectionList, headers bool) {
 	if len(list.Items) == 0 {
 		fmt.Fprintf(w, "No rejections since %s.\n", list.Since.Format(time.RFC3339))
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if list.By == v1alpha1.ByNode {
+	switch {
+	case !headers:
+	case list.By == v1alpha1.ByNode:
 		fmt.Fprintln(tw, "NODE\tATTEMPTS\tREJECTIONS\tBY PLUGIN")
-	} else {
+	default:
 		fmt.Fprintln(tw, "PLUGIN\tATTEMPTS\tNODES REJECTED")
 	}
 	for _, it := range list.Items {

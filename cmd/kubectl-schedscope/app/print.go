@@ -1,0 +1,130 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/kubectl/pkg/cmd/get"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// outputFormats are the -o values completion offers.
+var outputFormats = []string{OutputTable, OutputWide, OutputName, OutputJSON, OutputYAML, "jsonpath=", "jsonpath-as-json=", "go-template=", "custom-columns=", "custom-columns-file="}
+
+// tableOutput reports whether -o asks for one of the plugin's tables.
+func (o *Options) tableOutput() bool {
+	return o.Output == OutputTable || o.Output == OutputWide
+}
+
+// customColumns reports whether -o asks for kubectl's custom columns.
+func (o *Options) customColumns() bool {
+	return strings.HasPrefix(o.Output, "custom-columns")
+}
+
+// printer returns kubectl's printer of -o: name, json, yaml, jsonpath,
+// go-template or custom-columns.
+func (o *Options) printer() (printers.ResourcePrinter, error) {
+	if o.customColumns() {
+		return (&get.CustomColumnsPrintFlags{NoHeaders: o.NoHeaders}).ToPrinter(o.Output)
+	}
+	pf := genericclioptions.NewPrintFlags("")
+	pf.OutputFormat = &o.Output
+	return pf.ToPrinter()
+}
+
+// print prints v, an answer of the API, with the table function or with
+// kubectl's printer of -o. The printers see v as an object of kind v's type
+// in the API's group; custom columns see each item of a list as a row, and
+// -o name prints the Kubernetes objects v is about (pods or nodes).
+func (o *Options) print(v any, table func(io.Writer)) error {
+	if o.tableOutput() {
+		table(o.Out)
+		return nil
+	}
+	p, err := o.printer()
+	if err != nil {
+		return err
+	}
+	var obj runtime.Object
+	switch {
+	case o.Output == OutputName:
+		if obj, err = namedObjects(v); err != nil {
+			return err
+		}
+	case o.customColumns():
+		if obj, err = answerObject(v); err != nil {
+			return err
+		}
+		if u := obj.(*unstructured.Unstructured); u.IsList() {
+			if obj, err = u.ToList(); err != nil {
+				return err
+			}
+		}
+	default:
+		if obj, err = answerObject(v); err != nil {
+			return err
+		}
+	}
+	return p.PrintObj(obj, o.Out)
+}
+
+// answerObject returns v as an unstructured object of kind v's type in the
+// API's group.
+func answerObject(v any) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &obj.Object); err != nil {
+		return nil, err
+	}
+	obj.SetAPIVersion(v1alpha1.GroupName + "/" + v1alpha1.Version)
+	obj.SetKind(reflect.TypeOf(v).Elem().Name())
+	return obj, nil
+}
+
+// namedObjects returns the pods or nodes an answer is about, as a list of
+// objects that kubectl's name printer prints as pod/NAME or node/NAME.
+func namedObjects(v any) (*unstructured.UnstructuredList, error) {
+	list := &unstructured.UnstructuredList{}
+	add := func(kind, namespace, name string) {
+		obj := unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind(kind)
+		obj.SetNamespace(namespace)
+		obj.SetName(name)
+		list.Items = append(list.Items, obj)
+	}
+	addPod := func(p record.PodRef) { add("Pod", p.Namespace, p.Name) }
+	switch a := v.(type) {
+	case *v1alpha1.PodList:
+		for _, s := range a.Items {
+			addPod(s.Pod)
+		}
+	case *v1alpha1.Explanation:
+		addPod(a.Pod)
+	case *v1alpha1.AttemptList:
+		if len(a.Items) > 0 {
+			addPod(a.Items[0].Pod)
+		}
+	case *v1alpha1.RejectionList:
+		if a.By != v1alpha1.ByNode {
+			return nil, usageErrorf("-o name: top plugins counts plugins, which are not Kubernetes objects; try top nodes")
+		}
+		for _, it := range a.Items {
+			add("Node", "", it.Key)
+		}
+	default:
+		return nil, usageErrorf("-o name: this answer is about no Kubernetes object")
+	}
+	return list, nil
+}
