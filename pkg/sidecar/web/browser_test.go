@@ -160,6 +160,40 @@ func TestHomePageInChromium(t *testing.T) {
 	}
 }
 
+// TestHomePageFiltersInChromium: the profile filter keeps the pods of one
+// profile and offers every profile seen; the time filter keeps the pods
+// attempted within the range and sets the rejection tables' window.
+func TestHomePageFiltersInChromium(t *testing.T) {
+	now := time.Now()
+	base := serve(t,
+		recordtest.MakeAttempt("shop", "web", "uid-web").Finished(now.Add(-2*time.Minute)).Passed("big-1").Scheduled("big-1").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Profile("batch-scheduler").Finished(now.Add(-3*time.Hour)).
+			Unschedulable("0/1 nodes are available").Rejected("NodeResourcesFit", "Insufficient memory", "a").Obj())
+	for _, tt := range []struct {
+		name, route string
+		want, not   []string
+	}{
+		{"profile", "/#/?profile=batch-scheduler", []string{`data-pod="batch/job"`, `<option value="batch-scheduler" selected="selected">`, `<option value="default-scheduler">`},
+			[]string{`data-pod="shop/web"`}},
+		{"last hour", "/#/?since=1h", []string{`data-pod="shop/web"`, "Rejecting plugins, last hour", "No rejections in the last hour."},
+			[]string{`data-pod="batch/job"`}},
+		{"last 6 hours", "/#/?since=6h", []string{`data-pod="shop/web"`, `data-pod="batch/job"`, "Rejecting plugins, last 6 hours", `data-by="plugin"`}, nil},
+		{"no match", "/#/?since=15m&profile=batch-scheduler", []string{"No pending pod matches.", "No pod matches."}, []string{`data-pod=`}},
+	} {
+		dom := webtest.DumpDOM(t, base+tt.route)
+		for _, w := range tt.want {
+			if !strings.Contains(dom, w) {
+				t.Errorf("%s: the page lacks %q", tt.name, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(dom, n) {
+				t.Errorf("%s: the page shows %q", tt.name, n)
+			}
+		}
+	}
+}
+
 func TestLargeAttemptIsPagedInChromium(t *testing.T) {
 	a := recordtest.Large(1, 5000)
 	base := serve(t, a)

@@ -22,8 +22,8 @@ import (
 // TestPageThroughKubectlProxy opens the page as a user does: kubectl proxy
 // with the user's kubeconfig, the kube-apiserver's aggregator, the sidecar
 // serving the page under the API's path. In headless Chromium the search
-// finds a pod by name and by UID prefix, the result filter keeps the
-// matching pods, a column sorts the pods, and a pod's page shows its matrix
+// finds a pod by name and by UID prefix, the result, profile and time
+// filters keep the matching pods, a column sorts the pods, and a pod's page shows its matrix
 // and hints.
 // `kubectl schedscope ui` serves the same and proxies only the API group.
 func TestPageThroughKubectlProxy(t *testing.T) {
@@ -51,6 +51,8 @@ func TestPageThroughKubectlProxy(t *testing.T) {
 		{"search by name", "#/?ns=proxied&q=ss", []string{`data-pod="proxied/ssd"`}, []string{`data-pod="proxied/web"`}},
 		{"search by UID prefix", "#/?ns=proxied&q=" + ssd.Pod.UID[:8], []string{`data-pod="proxied/ssd"`}, []string{`data-pod="proxied/web"`}},
 		{"filter by result", "#/?ns=proxied&result=scheduled", []string{`data-pod="proxied/web"`}, []string{`data-pod="proxied/ssd"`}},
+		{"filter by profile and time", "#/?ns=proxied&profile=" + profile + "&since=15m", []string{`data-pod="proxied/web"`, `data-pod="proxied/ssd"`}, nil},
+		{"filter by another profile", "#/?ns=proxied&profile=default-scheduler", []string{"No pod matches."}, []string{`data-pod="proxied/`}},
 		{"pod page", "#/pods/proxied/ssd", []string{"What would make it fit", "1 node would fit with label disk=ssd (proxy-big)", `data-node="proxy-tainted"`}, nil},
 	} {
 		dom := webtest.DumpDOM(t, base+tt.route)

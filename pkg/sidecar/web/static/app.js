@@ -125,13 +125,21 @@ function podTable(items, empty, state) {
       el('td', { text: p.profile }),
       el('td', { class: 'num', text: p.latest.lastAttempt || p.latest.attempt }),
       el('td', { class: 'result-' + p.latest.result, text: p.latest.result }),
-      el('td', { text: fmtTime(p.latest.finished) }),
+      el('td', { text: fmtTime(p.latest.lastFinished || p.latest.finished) }),
       el('td', { text: reasonsText(p.latest.reasons) || '-' }),
       el('td', { text: p.latest.message || (p.latest.selectedNode ? 'on ' + p.latest.selectedNode : '') })))));
 }
 
-function rejectionTable(list, label) {
-  if (!list.items.length) return el('p', { class: 'muted', text: 'No rejections in the last hour.' });
+// timeRanges are the home page's time filters: the API's since, and what
+// the page calls it.
+const timeRanges = [['15m', 'last 15 minutes'], ['1h', 'last hour'], ['6h', 'last 6 hours'], ['24h', 'last day'], ['168h', 'last 7 days']];
+
+function rangeLabel(since) {
+  return (timeRanges.find(([d]) => d === since) || timeRanges[1])[1];
+}
+
+function rejectionTable(list, label, since) {
+  if (!list.items.length) return el('p', { class: 'muted', text: 'No rejections in the ' + rangeLabel(since) + '.' });
   return el('table', { class: 'rejections', 'data-by': list.by },
     el('thead', {}, el('tr', {}, [label, 'Attempts', 'Node rejections'].map(h => el('th', { text: h })))),
     el('tbody', {}, list.items.map(r => el('tr', {},
@@ -157,49 +165,76 @@ function homeHref(state) {
   if (state.cluster) q.set('cluster', state.cluster);
   if (state.q) q.set('q', state.q);
   if (state.result) q.set('result', state.result);
+  if (state.profile) q.set('profile', state.profile);
+  if (state.since) q.set('since', state.since);
   if (state.sort) q.set('sort', state.sort);
   if (state.refresh) q.set('refresh', state.refresh);
   const qs = q.toString();
   return '#/' + (qs ? '?' + qs : '');
 }
 
-function namespaceForm(state) {
+// choice is a select of values, '' standing for any (labelled anyText).
+function choice(name, values, current, anyText, label) {
+  return el('select', { name }, ['', ...values].map(v =>
+    el('option', { value: v, text: v ? (label ? label(v) : v) : anyText, ...(v === (current || '') ? { selected: 'selected' } : {}) })));
+}
+
+function namespaceForm(state, profiles) {
   const ns = el('input', { name: 'ns', placeholder: 'all namespaces', value: state.ns || '' });
   const cluster = el('input', { name: 'cluster', placeholder: 'all clusters', value: state.cluster || '' });
   const search = el('input', { name: 'q', class: 'search', placeholder: 'pod name or UID prefix', value: state.q || '' });
-  const result = el('select', { name: 'result' }, ['', 'scheduled', 'unschedulable', 'error'].map(r =>
-    el('option', { value: r, text: r || 'any result', ...(r === (state.result || '') ? { selected: 'selected' } : {}) })));
+  const result = choice('result', ['scheduled', 'unschedulable', 'error'], state.result, 'any result');
+  const profile = choice('profile', profiles, state.profile, 'any profile');
+  const since = choice('since', timeRanges.map(([d]) => d), state.since, 'any time', rangeLabel);
   const refresh = el('input', { type: 'checkbox', name: 'refresh', ...(state.refresh ? { checked: 'checked' } : {}) });
   return el('form', { class: 'namespace', onsubmit: ev => {
     ev.preventDefault();
-    location.hash = homeHref({ ns: ns.value, cluster: cluster.value, q: search.value, result: result.value, sort: state.sort, refresh: refresh.checked ? '10s' : '' });
+    location.hash = homeHref({ ns: ns.value, cluster: cluster.value, q: search.value, result: result.value, profile: profile.value, since: since.value,
+      sort: state.sort, refresh: refresh.checked ? '10s' : '' });
   } }, el('label', {}, 'Namespace ', ns), el('label', {}, 'Cluster ', cluster), el('label', {}, 'Search ', search), el('label', {}, 'Result ', result),
+  el('label', {}, 'Profile ', profile), el('label', {}, 'Attempted in ', since),
   el('label', {}, refresh, ' refresh every 10 s'), el('button', { type: 'submit', text: 'Show' }));
 }
 
+// sinceMillis parses a time range's duration (15m, 1h, 168h).
+function sinceMillis(since) {
+  const m = /^(\d+)([mh])$/.exec(since);
+  return m ? Number(m[1]) * (m[2] === 'h' ? 3600e3 : 60e3) : 0;
+}
+
 // matches reports whether a pod's latest attempt passes the search (a part
-// of the pod's name, or a prefix of its UID) and the result filter.
+// of the pod's name, or a prefix of its UID), and the result, profile and
+// time filters (its last attempt finished within the range).
 function matches(p, state) {
   const q = (state.q || '').toLowerCase();
   if (q && !p.pod.name.toLowerCase().includes(q) && !p.pod.uid.toLowerCase().startsWith(q)) return false;
+  if (state.profile && p.profile !== state.profile) return false;
+  if (state.since && Date.parse(p.latest.lastFinished || p.latest.finished) < Date.now() - sinceMillis(state.since)) return false;
   return !state.result || p.latest.result === state.result;
+}
+
+// filtering reports whether any of the home page's filters is set.
+function filtering(state) {
+  return Boolean(state.q || state.result || state.profile || state.since);
 }
 
 async function renderHome(main, state) {
   const base = 'apis/schedscope.io/v1alpha1/' + (state.ns ? 'namespaces/' + encodeURIComponent(state.ns) + '/' : '');
   const c = state.cluster ? '&cluster=' + encodeURIComponent(state.cluster) : '';
+  const since = state.since || '1h';
   const [pending, recent, byPlugin, byNode] = await Promise.all([
-    orNote(base + 'pending?limit=200' + c), orNote(base + 'pods?limit=' + (state.q || state.result ? 1000 : 100) + c),
-    orNote(base + 'rejections?by=plugin&since=1h&limit=10' + c), orNote(base + 'rejections?by=node&since=1h&limit=10' + c)]);
+    orNote(base + 'pending?limit=200' + c), orNote(base + 'pods?limit=' + (filtering(state) ? 1000 : 100) + c),
+    orNote(base + 'rejections?by=plugin&since=' + since + '&limit=10' + c), orNote(base + 'rejections?by=node&since=' + since + '&limit=10' + c)]);
+  const profiles = [...new Set([pending, recent].flatMap(l => (l.items || []).map(p => p.profile)).concat(state.profile ? [state.profile] : []))].sort();
   fill(main,
-    namespaceForm(state),
+    namespaceForm(state, profiles),
     el('h2', { text: 'Pending pods' + (state.ns ? ' in ' + state.ns : '') }),
-    pending.note || podTable(pending.items.filter(p => matches(p, state)), state.q || state.result ? 'No pending pod matches.' : 'No pending pods.', state),
+    pending.note || podTable(pending.items.filter(p => matches(p, state)), filtering(state) ? 'No pending pod matches.' : 'No pending pods.', state),
     el('h2', { text: 'Recent pods' }),
-    recent.note || podTable(recent.items.filter(p => matches(p, state)), state.q || state.result ? 'No pod matches.' : 'No attempts recorded yet.', state),
+    recent.note || podTable(recent.items.filter(p => matches(p, state)), filtering(state) ? 'No pod matches.' : 'No attempts recorded yet.', state),
     el('div', { class: 'columns' },
-      el('section', {}, el('h2', { text: 'Rejecting plugins, last hour' }), byPlugin.note || rejectionTable(byPlugin, 'Plugin')),
-      el('section', {}, el('h2', { text: 'Most rejected nodes, last hour' }), byNode.note || rejectionTable(byNode, 'Node'))));
+      el('section', {}, el('h2', { text: 'Rejecting plugins, ' + rangeLabel(since) }), byPlugin.note || rejectionTable(byPlugin, 'Plugin', since)),
+      el('section', {}, el('h2', { text: 'Most rejected nodes, ' + rangeLabel(since) }), byNode.note || rejectionTable(byNode, 'Node', since))));
 }
 
 function traceLink(traceID) {
@@ -379,6 +414,7 @@ function parseRoute() {
   }
   const q = new URLSearchParams(query || '');
   return { view: 'home', ns: q.get('ns') || '', cluster: q.get('cluster') || '', q: q.get('q') || '', result: q.get('result') || '',
+    profile: q.get('profile') || '', since: timeRanges.some(([d]) => d === q.get('since')) ? q.get('since') : '',
     sort: q.get('sort') || '', refresh: q.get('refresh') || '' };
 }
 
