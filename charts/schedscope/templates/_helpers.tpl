@@ -24,6 +24,46 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 schedscope-sidecar.{{ .Release.Namespace }}.svc
 {{- end }}
 
+{{/* Labels that select the serve-only API's pods (api.enabled): not the scheduler's pod. */}}
+{{- define "schedscope.apiSelectorLabels" -}}
+app.kubernetes.io/name: schedscope-api
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The Service the APIService sends the kube-apiserver to: the API's with api.enabled, else the sidecar's. */}}
+{{- define "schedscope.apiServiceName" -}}
+{{- if .Values.api.enabled -}}schedscope-api{{- else -}}schedscope-sidecar{{- end -}}
+{{- end }}
+
+{{/* The DNS names the serving certificate covers, the APIService's Service first. */}}
+{{- define "schedscope.dnsNames" -}}
+{{- $names := list -}}
+{{- if .Values.api.enabled -}}
+{{- $names = list (printf "schedscope-api.%s.svc" .Release.Namespace) (printf "schedscope-api.%s" .Release.Namespace) -}}
+{{- end -}}
+{{- $names = concat $names (list (include "schedscope.sidecarHost" .) (printf "schedscope-sidecar.%s" .Release.Namespace)) -}}
+{{- toJson $names -}}
+{{- end }}
+
+{{/* The PostgreSQL store's URL and password, from the Secret, as env of a container. */}}
+{{- define "schedscope.storeEnv" -}}
+{{- $pg := .Values.sidecar.store.postgres -}}
+# The URL, without a password, expanded into --store; the password
+# reaches libpq's PGPASSWORD only, never the command line.
+- name: SCHEDSCOPE_STORE
+  valueFrom:
+    secretKeyRef:
+      name: {{ $pg.secretName }}
+      key: {{ $pg.urlKey }}
+{{- with $pg.passwordKey }}
+- name: PGPASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $pg.secretName }}
+      key: {{ . }}
+{{- end }}
+{{- end }}
+
 {{/* The Secret holding the sidecar's serving certificate. */}}
 {{- define "schedscope.tlsSecret" -}}
 {{- if eq .Values.apiService.certificate.source "secret" -}}
@@ -38,6 +78,9 @@ schedscope-sidecar-tls
 {{- $s := .Values.scheduler -}}
 {{- if and (gt (int $s.replicas) 1) (not $s.leaderElection.enabled) -}}
 {{- fail "scheduler.replicas > 1 needs scheduler.leaderElection.enabled: two active schedulers would bind the same pods" -}}
+{{- end -}}
+{{- if and .Values.sidecar.persistence.enabled (eq .Values.sidecar.store.type "postgres") -}}
+{{- fail "sidecar.persistence.enabled is the SQLite file's volume: with sidecar.store.type postgres there is no volume to keep" -}}
 {{- end -}}
 {{- if and .Values.sidecar.persistence.enabled (gt (int $s.replicas) 1) -}}
 {{- fail "sidecar.persistence.enabled needs scheduler.replicas 1: the database is one file on one claim, with one writer" -}}
