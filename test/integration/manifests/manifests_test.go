@@ -103,6 +103,9 @@ type release struct {
 	monitoring bool
 	// apiService: the APIService and how its CA is set.
 	apiService string
+	// api: the explain API served by Deployment schedscope-api from the
+	// PostgreSQL store, and the APIService pointing at its Service.
+	api bool
 }
 
 var releases = []release{
@@ -111,6 +114,7 @@ var releases = []release{
 	{values: "monitoring", namespace: "schedscope", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}, monitoring: true, apiService: "caBundle"},
 	{values: "ha", namespace: "scheduling", lease: "schedscope-ha", profiles: []string{"batch"}, tracing: true, apiService: "cert-manager"},
 	{values: "secret", namespace: "ops", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}},
+	{values: "postgres", namespace: "west", lease: "schedscope-scheduler", profiles: []string{"schedscope", "schedscope-binpack"}, apiService: "caBundle", api: true},
 }
 
 func (r release) valuesFile() string {
@@ -169,6 +173,10 @@ func TestInvalidValues(t *testing.T) {
 		{"secret without its CA", []string{"apiService.certificate.source=secret", "apiService.certificate.secretName=x"}, "needs apiService.certificate.caBundle"},
 		{"cluster name not a label", []string{"sidecar.clusterName=East_1"}, "at '/sidecar/clusterName'"},
 		{"secret without a name", []string{"apiService.certificate.source=secret", "apiService.certificate.caBundle=x"}, "apiService.certificate.secretName is required"},
+		{"API replicas sharing a SQLite file", []string{"api.enabled=true"}, "at '/sidecar/store/type': value must be 'postgres'"},
+		{"postgres without its Secret", []string{"sidecar.store.type=postgres"}, "at '/sidecar/store/postgres/secretName'"},
+		{"unknown store", []string{"sidecar.store.type=mysql"}, "at '/sidecar/store/type': value must be one of 'sqlite', 'postgres'"},
+		{"postgres with the SQLite volume", []string{"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "sidecar.persistence.enabled=true"}, "sidecar.persistence.enabled is the SQLite file's volume"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -481,29 +489,16 @@ func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 		}
 	}
 
-	// The sidecar's account holds the sidecar's roles and nothing else.
-	sidecarRoles := map[string]bool{"ClusterRole schedscope:sidecar": false, "Role extension-apiserver-authentication-reader": false}
-	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
-		for _, b := range byKind[kind] {
-			roleKind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
-			roleName, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-			for _, s := range subjects {
-				s := s.(map[string]any)
-				if s["kind"] != "ServiceAccount" || s["name"] != "schedscope-sidecar" || s["namespace"] != r.namespace {
-					continue
-				}
-				role := roleKind + " " + roleName
-				if _, ok := sidecarRoles[role]; !ok {
-					t.Errorf("%s %s binds %s to %s/schedscope-sidecar; the sidecar needs only %v", kind, b.GetName(), role, r.namespace, sidecarRoles)
-				}
-				sidecarRoles[role] = true
-			}
-		}
+	// The sidecar's account, and the API replicas', hold the sidecar's
+	// roles and nothing else.
+	accounts := []string{"schedscope-sidecar"}
+	if r.api {
+		accounts = append(accounts, "schedscope-api")
 	}
-	for role, bound := range sidecarRoles {
-		if !bound {
-			t.Errorf("%s is not bound to %s/schedscope-sidecar", role, r.namespace)
+	for _, sa := range accounts {
+		want := []string{"ClusterRole schedscope:sidecar", "Role extension-apiserver-authentication-reader"}
+		if diff := cmp.Diff(want, boundRoles(byKind, r.namespace, sa)); diff != "" {
+			t.Errorf("the roles bound to %s/%s (-want +got):\n%s", r.namespace, sa, diff)
 		}
 	}
 
@@ -511,6 +506,7 @@ func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 
 	checkAPIService(t, r, byKind)
 	checkPlacement(t, r, deploy, byKind)
+	checkAPI(t, r, byKind)
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
 		if n, want := len(byKind[kind]), map[bool]int{true: 1}[r.monitoring]; n != want {
 			t.Errorf("%d %ss, want %d", n, kind, want)
@@ -519,6 +515,27 @@ func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 	if r.monitoring {
 		checkMonitoring(t, byKind)
 	}
+}
+
+// boundRoles returns the roles the bindings grant the service account
+// namespace/name, as "KIND NAME", sorted.
+func boundRoles(byKind map[string][]*unstructured.Unstructured, namespace, name string) []string {
+	var roles []string
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, b := range byKind[kind] {
+			roleKind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
+			roleName, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+			for _, s := range subjects {
+				s := s.(map[string]any)
+				if s["kind"] == "ServiceAccount" && s["name"] == name && s["namespace"] == namespace {
+					roles = append(roles, roleKind+" "+roleName)
+				}
+			}
+		}
+	}
+	slices.Sort(roles)
+	return roles
 }
 
 // checkPlacement checks that the pod carries the placement, priority,
@@ -561,6 +578,14 @@ func checkPlacement(t *testing.T, r release, deploy *unstructured.Unstructured, 
 			}
 		}
 	}
+	if r.api {
+		// PostgreSQL: no database volume, no claim.
+		volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+		if slices.ContainsFunc(volumes, func(v any) bool { return v.(map[string]any)["name"] == "data" }) || len(byKind["PersistentVolumeClaim"]) != 0 {
+			t.Errorf("with the PostgreSQL store the pod has a data volume or the chart a PersistentVolumeClaim (%d)", len(byKind["PersistentVolumeClaim"]))
+		}
+		return
+	}
 	claim, _, _ := unstructured.NestedString(volume(t, spec, "data"), "persistentVolumeClaim", "claimName")
 	if values.Sidecar.Persistence.Enabled {
 		if claim != "schedscope-data" || len(byKind["PersistentVolumeClaim"]) != 1 {
@@ -590,7 +615,11 @@ func volume(t *testing.T, spec map[string]any, name string) map[string]any {
 // Certificate; never with insecureSkipTLSVerify.
 func checkAPIService(t *testing.T, r release, byKind map[string][]*unstructured.Unstructured) {
 	t.Helper()
-	host := "schedscope-sidecar." + r.namespace + ".svc"
+	service := "schedscope-sidecar"
+	if r.api {
+		service = "schedscope-api"
+	}
+	host := service + "." + r.namespace + ".svc"
 	if r.apiService == "" {
 		if n := len(byKind["APIService"]); n != 0 {
 			t.Errorf("%d APIServices, want none", n)
@@ -606,6 +635,9 @@ func checkAPIService(t *testing.T, r release, byKind map[string][]*unstructured.
 	}
 	if ns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace"); ns != r.namespace {
 		t.Errorf("the APIService points at namespace %q, want %q", ns, r.namespace)
+	}
+	if name, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "name"); name != service {
+		t.Errorf("the APIService points at Service %q, want %s", name, service)
 	}
 	switch r.apiService {
 	case "caBundle":
@@ -898,6 +930,17 @@ func checkRBAC(t *testing.T, r release) {
 		{"sidecar: no leader election", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: r.lease}},
 		{"sidecar: no scheduler's token", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: "schedscope"}},
 		{"sidecar: no secrets", sidecar, false, authorizationv1.ResourceAttributes{Namespace: r.namespace, Verb: "get", Resource: "secrets"}},
+	}
+	if r.api {
+		// The API replicas' account may do what the sidecar's may, and
+		// no more.
+		api := "system:serviceaccount:" + r.namespace + ":schedscope-api"
+		for _, tt := range tests {
+			if tt.user == sidecar {
+				tt.who, tt.user = "api"+strings.TrimPrefix(tt.who, "sidecar"), api
+				tests = append(tests, tt)
+			}
+		}
 	}
 	for _, tt := range tests {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: tt.user, Groups: groups, ResourceAttributes: &tt.ResourceAttributes}}
