@@ -3,7 +3,9 @@
 // the chart's objects applied, each container with the arguments, files,
 // read-only root and service account the chart renders. The scheduler
 // image schedules a pod; the sidecar image explains it through its API,
-// served with the certificate the APIService's caBundle verifies.
+// served with the certificate the APIService's caBundle verifies: in the
+// default topology (one pod, SQLite) and in the one beyond one machine
+// (the records in PostgreSQL, the API served by replicas of its own).
 package image
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
@@ -252,8 +256,14 @@ type kubelet struct {
 	containers []string
 }
 
-// run starts container c from image.
-func (k *kubelet) run(c corev1.Container, image string) {
+// tokenPath is where in-cluster clients read a service account's token,
+// CA and namespace.
+const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// run starts container c from image, with extraArgs after the container's:
+// on the host's network, where pods of one template would share a port,
+// the caller gives each its own.
+func (k *kubelet) run(c corev1.Container, image string, extraArgs ...string) {
 	t := k.t
 	name := fmt.Sprintf("schedscope-test-%s-%d", c.Name, time.Now().UnixNano())
 	host := strings.TrimPrefix(k.cp.Config.Host, "https://")
@@ -261,6 +271,10 @@ func (k *kubelet) run(c corev1.Container, image string) {
 	args := []string{"run", "--detach", "--name", name, "--network=host",
 		"--cap-drop=ALL", "--security-opt=no-new-privileges",
 		"--env", "KUBERNETES_SERVICE_HOST=" + apiHost, "--env", "KUBERNETES_SERVICE_PORT=" + apiPort}
+	env := k.env(c)
+	for _, e := range c.Env {
+		args = append(args, "--env", e.Name+"="+env[e.Name])
+	}
 	if sc := c.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		args = append(args, "--read-only")
 	}
@@ -272,8 +286,16 @@ func (k *kubelet) run(c corev1.Container, image string) {
 		}
 		args = append(args, "--volume", opt)
 	}
+	// A pod that automounts gets its service account's token, as the
+	// ServiceAccount admission plugin and the kubelet give it.
+	if a := k.pod.AutomountServiceAccountToken; a == nil || *a {
+		args = append(args, "--volume", k.files(c.Name, "kube-api-access", k.credentials(k.pod.ServiceAccountName))+":"+tokenPath+":ro")
+	}
 	args = append(args, image)
-	args = append(args, c.Args...)
+	// The kubelet expands $(VAR) of the container's env in its args.
+	for _, a := range slices.Concat(c.Args, extraArgs) {
+		args = append(args, expansion.Expand(a, expansion.MappingFuncFor(env)))
+	}
 	if _, err := podman(args...); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +306,36 @@ func (k *kubelet) run(c corev1.Container, image string) {
 		}
 		_, _ = podman("rm", "--force", name)
 	})
-	t.Logf("podman run %s %s", image, strings.Join(c.Args, " "))
+	t.Logf("podman run %s %s", image, strings.Join(slices.Concat(c.Args, extraArgs), " "))
+}
+
+// env resolves the container's env as the kubelet does: values (with
+// $(VAR) of those before), Secrets' keys read from the API server, and
+// the pod's fields.
+func (k *kubelet) env(c corev1.Container) map[string]string {
+	t := k.t
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch from := e.ValueFrom; {
+		case from == nil:
+			env[e.Name] = expansion.Expand(e.Value, expansion.MappingFuncFor(env))
+		case from.SecretKeyRef != nil:
+			s, err := k.cp.Client.CoreV1().Secrets(namespace).Get(context.Background(), from.SecretKeyRef.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("container %s: env %s: %v", c.Name, e.Name, err)
+			}
+			v, ok := s.Data[from.SecretKeyRef.Key]
+			if !ok {
+				t.Fatalf("container %s: env %s: Secret %s has no key %s", c.Name, e.Name, from.SecretKeyRef.Name, from.SecretKeyRef.Key)
+			}
+			env[e.Name] = string(v)
+		case from.FieldRef != nil:
+			env[e.Name] = map[string]string{"metadata.name": "image-pod", "metadata.namespace": namespace, "spec.nodeName": "image-host"}[from.FieldRef.FieldPath]
+		default:
+			t.Fatalf("container %s: env %s: a source the test cannot resolve", c.Name, e.Name)
+		}
+	}
+	return env
 }
 
 // logs logs every container's output.
@@ -352,9 +403,19 @@ func (k *kubelet) volume(container, name string) string {
 	default:
 		t.Fatalf("volume %s: a kind of volume the test cannot make", name)
 	}
+	return k.files(container, name, files)
+}
+
+// files writes files into the directory of container's volume name and
+// returns the directory.
+func (k *kubelet) files(container, name string, files map[string]string) string {
+	dir := filepath.Join(k.dir, container, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		k.t.Fatal(err)
+	}
 	for file, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			k.t.Fatal(err)
 		}
 	}
 	return dir
