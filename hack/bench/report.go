@@ -36,8 +36,9 @@ func (s *summary) printRecords(w io.Writer) {
 	}
 }
 
-// micro runs the recorder and tracer micro-benchmarks and the sidecar's
-// ingest benchmarks (follower to SQLite; SQLite against PostgreSQL), printing their output to table and saving it to
+// micro runs the recorder and tracer micro-benchmarks, the sidecar's
+// ingest benchmarks (follower to SQLite; SQLite against PostgreSQL) and
+// the API's latency at scale, printing their output to table and saving it to
 // microFile (for benchstat against another checkout's), and compares the
 // ingest rate with the scheduler's peak throughput.
 func micro(ctx context.Context, table, raw io.Writer, microFile string, peak float64) error {
@@ -66,6 +67,12 @@ func micro(ctx context.Context, table, raw io.Writer, microFile string, peak flo
 	stores.Stdout, stores.Stderr = io.MultiWriter(table, f, &ingest), raw
 	if err := stores.Run(); err != nil {
 		return fmt.Errorf("store ingest benchmark: %w", err)
+	}
+	fmt.Fprintln(table, "\nThe API's latency at a million stored attempts, SQLite against PostgreSQL (BenchmarkAPIAtScale):")
+	api := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkAPIAtScale", "-benchtime", "500x", "-timeout", "60m", "./pkg/sidecar/store/postgres")
+	api.Stdout, api.Stderr = io.MultiWriter(table, f), raw
+	if err := api.Run(); err != nil {
+		return fmt.Errorf("API benchmark: %w", err)
 	}
 	if peak > 0 {
 		rates := recordsPerSecond(ingest.String())

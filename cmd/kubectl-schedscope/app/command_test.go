@@ -676,3 +676,29 @@ func TestPendingWatch(t *testing.T) {
 		t.Errorf("pending -w -o json exited %d, want %d", code, ExitUsage)
 	}
 }
+
+// TestPrintStatusByCluster: a store of several clusters is counted per
+// cluster under the totals; one unnamed cluster only by the totals.
+func TestPrintStatusByCluster(t *testing.T) {
+	var out strings.Builder
+	PrintStatus(&out, &v1alpha1.Status{Store: v1alpha1.StoreStats{
+		Attempts: 12, Folded: 2, Pods: 6, Bytes: 900, DiskBytes: 4096,
+		Clusters: []v1alpha1.ClusterStoreStats{
+			{Cluster: "", Attempts: 7, Folded: 2, Pods: 3, Bytes: 500},
+			{Cluster: "east", Attempts: 5, Pods: 3, Bytes: 400},
+		},
+	}})
+	want := `Stream:    not followed by this sidecar
+Store:     12 attempts (2 folded repeats), 6 pods, 900 bytes of records, 4096 bytes on disk
+  cluster (unnamed): 7 attempts (2 folded repeats), 3 pods, 500 bytes of records
+  cluster east: 5 attempts (0 folded repeats), 3 pods, 400 bytes of records
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	out.Reset()
+	PrintStatus(&out, &v1alpha1.Status{Store: v1alpha1.StoreStats{Attempts: 1, Pods: 1, Clusters: []v1alpha1.ClusterStoreStats{{Attempts: 1, Pods: 1}}}})
+	if strings.Contains(out.String(), "cluster") {
+		t.Errorf("one unnamed cluster is counted apart:\n%s", out.String())
+	}
+}

@@ -65,6 +65,16 @@ func PrintStatus(w io.Writer, s *v1alpha1.Status) {
 	}
 	fmt.Fprintf(w, "Store:     %d attempts (%d folded repeats), %d pods, %d bytes of records, %d bytes on disk\n",
 		s.Store.Attempts, s.Store.Folded, s.Store.Pods, s.Store.Bytes, s.Store.DiskBytes)
+	if len(s.Store.Clusters) == 1 && s.Store.Clusters[0].Cluster == "" {
+		return // one unnamed cluster: the line above is its
+	}
+	for _, c := range s.Store.Clusters {
+		name := c.Cluster
+		if name == "" {
+			name = "(unnamed)"
+		}
+		fmt.Fprintf(w, "  cluster %s: %d attempts (%d folded repeats), %d pods, %d bytes of records\n", name, c.Attempts, c.Folded, c.Pods, c.Bytes)
+	}
 }
 
 func newVersionCommand(o *Options) *cobra.Command {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,4 +184,32 @@ func Summarize(a *record.Attempt, cluster, epoch string) v1alpha1.AttemptSummary
 		s.Reasons = append(s.Reasons, v1alpha1.RejectionSummary{Plugin: r.Plugin, Reasons: r.Reasons, Nodes: len(r.Nodes)})
 	}
 	return s
+}
+
+// ClusterCounts gathers the per-cluster counts a store reads from its
+// tables into its Stats.
+type ClusterCounts map[string]*v1alpha1.ClusterStoreStats
+
+// Of returns cluster's counts, zero at first.
+func (c ClusterCounts) Of(cluster string) *v1alpha1.ClusterStoreStats {
+	s, ok := c[cluster]
+	if !ok {
+		s = &v1alpha1.ClusterStoreStats{Cluster: cluster}
+		c[cluster] = s
+	}
+	return s
+}
+
+// Stats sums the clusters' counts; diskBytes is the whole store's.
+func (c ClusterCounts) Stats(diskBytes int64) v1alpha1.StoreStats {
+	st := v1alpha1.StoreStats{DiskBytes: diskBytes}
+	for _, name := range slices.Sorted(maps.Keys(c)) {
+		cs := *c[name]
+		st.Attempts += cs.Attempts
+		st.Folded += cs.Folded
+		st.Pods += cs.Pods
+		st.Bytes += cs.Bytes
+		st.Clusters = append(st.Clusters, cs)
+	}
+	return st
 }

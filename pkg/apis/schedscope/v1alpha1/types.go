@@ -114,6 +114,18 @@ type StoreStats struct {
 	// DiskBytes is the size of the store's files on disk: records, indexes
 	// and the write-ahead log.
 	DiskBytes int64 `json:"diskBytes"`
+	// Clusters splits the counts by cluster, in name order; the unnamed
+	// cluster is "".
+	Clusters []ClusterStoreStats `json:"clusters,omitempty"`
+}
+
+// ClusterStoreStats describes one cluster's part of a store.
+type ClusterStoreStats struct {
+	Cluster  string `json:"cluster"`
+	Attempts int64  `json:"attempts"`
+	Folded   int64  `json:"folded"`
+	Pods     int64  `json:"pods"`
+	Bytes    int64  `json:"bytes"`
 }
 
 // FollowerStatus is what the sidecar's follower reports about itself.

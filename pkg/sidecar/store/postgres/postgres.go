@@ -371,16 +371,34 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 // Stats implements store.Reader. DiskBytes is what PostgreSQL holds on
 // disk for the store's tables, their indexes and out-of-line values.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
-	var st v1alpha1.StoreStats
-	var stored int64
-	err := s.pool.QueryRow(ctx, `SELECT
-		(SELECT COUNT(*) FROM attempts), (SELECT COALESCE(SUM(repeats), 0) FROM attempts),
-		(SELECT COALESCE(SUM(size), 0) FROM attempts), (SELECT COUNT(*) FROM pods),
-		(SELECT SUM(pg_total_relation_size(t)) FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'meta']::regclass[]) t)::bigint`).
-		Scan(&stored, &st.Folded, &st.Bytes, &st.Pods, &st.DiskBytes)
+	counts := store.ClusterCounts{}
+	var cluster string
+	var stored, folded, size int64
+	rows, err := s.pool.Query(ctx, `SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts GROUP BY cluster`)
 	if err != nil {
-		return st, fmt.Errorf("reading stats: %w", err)
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
-	st.Attempts = stored + st.Folded
-	return st, nil
+	if _, err := pgx.ForEachRow(rows, []any{&cluster, &stored, &folded, &size}, func() error {
+		c := counts.Of(cluster)
+		c.Attempts, c.Folded, c.Bytes = stored+folded, folded, size
+		return nil
+	}); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
+	}
+	var pods int64
+	if rows, err = s.pool.Query(ctx, `SELECT cluster, COUNT(*) FROM pods GROUP BY cluster`); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&cluster, &pods}, func() error {
+		counts.Of(cluster).Pods = pods
+		return nil
+	}); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
+	}
+	var disk int64
+	if err := s.pool.QueryRow(ctx, `SELECT SUM(pg_total_relation_size(t))::bigint
+		FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'meta']::regclass[]) t`).Scan(&disk); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
+	}
+	return counts.Stats(disk), nil
 }

@@ -209,7 +209,10 @@ func prepareInserts(ctx context.Context, tx *sql.Tx, cluster string) (*inserts, 
 		ins.close()
 		return nil, fmt.Errorf("preparing pod update: %w", err)
 	}
-	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts
+	// The pod's attempts are few, its epoch's are many: without the
+	// hint SQLite's planner walks the epoch's by UNIQUE (cluster, epoch,
+	// seq), every earlier record of the epoch for every record stored.
+	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts INDEXED BY attempts_by_uid
 		WHERE cluster = ? AND uid = ? AND epoch = ? AND seq < ? AND last_seq >= ?`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing folded query: %w", err)
@@ -538,21 +541,51 @@ func (s *Store) scan(ctx context.Context, query string, args []any, row func(*sq
 
 // Stats implements store.Reader.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
-	var st v1alpha1.StoreStats
-	var stored int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts`).Scan(&stored, &st.Folded, &st.Bytes); err != nil {
-		return st, fmt.Errorf("reading stats: %w", err)
+	counts := store.ClusterCounts{}
+	if err := scanRows(ctx, s.db, `SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts GROUP BY cluster`,
+		func(rows *sql.Rows) error {
+			var cluster string
+			var stored, folded, size int64
+			if err := rows.Scan(&cluster, &stored, &folded, &size); err != nil {
+				return err
+			}
+			c := counts.Of(cluster)
+			c.Attempts, c.Folded, c.Bytes = stored+folded, folded, size
+			return nil
+		}); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
-	st.Attempts = stored + st.Folded
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pods`).Scan(&st.Pods); err != nil {
-		return st, fmt.Errorf("reading stats: %w", err)
+	if err := scanRows(ctx, s.db, `SELECT cluster, COUNT(*) FROM pods GROUP BY cluster`, func(rows *sql.Rows) error {
+		var cluster string
+		var pods int64
+		if err := rows.Scan(&cluster, &pods); err != nil {
+			return err
+		}
+		counts.Of(cluster).Pods = pods
+		return nil
+	}); err != nil {
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
 	disk, err := s.DiskBytes()
 	if err != nil {
-		return st, fmt.Errorf("reading stats: %w", err)
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
-	st.DiskBytes = disk
-	return st, nil
+	return counts.Stats(disk), nil
+}
+
+// scanRows runs query and calls scan for each row.
+func scanRows(ctx context.Context, db *sql.DB, query string, scan func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // Prune implements store.Store: of the store's cluster's attempts, it

@@ -121,6 +121,13 @@ func testClustersKeepSameUIDsAndSeqsApart(t *testing.T, h Harness) {
 		if st.Attempts != 7 || st.Pods != 5 {
 			t.Errorf("stats %+v, want east's 5 attempts and 3 pods and west's 2 and 2", st)
 		}
+		var split []v1alpha1.ClusterStoreStats
+		for _, c := range st.Clusters {
+			split = append(split, v1alpha1.ClusterStoreStats{Cluster: c.Cluster, Attempts: c.Attempts, Pods: c.Pods})
+		}
+		if diff := cmp.Diff([]v1alpha1.ClusterStoreStats{{Cluster: "east", Attempts: 5, Pods: 3}, {Cluster: "west", Attempts: 2, Pods: 2}}, split); diff != "" {
+			t.Errorf("stats by cluster (-want +got):\n%s", diff)
+		}
 		type seq struct {
 			Cluster string
 			Seq     uint64
@@ -375,6 +382,9 @@ func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.St
 	}
 	if st.Attempts != 12 || st.Pods != 6 {
 		t.Errorf("stats %+v, want 7 attempts of 3 pods in the unnamed cluster and 5 of 3 in east", st)
+	}
+	if len(st.Clusters) != 2 || st.Clusters[0].Cluster != "" || st.Clusters[0].Attempts != 7 || st.Clusters[1].Cluster != "east" || st.Clusters[1].Pods != 3 {
+		t.Errorf("stats by cluster %+v, want the unnamed cluster's 7 attempts, then east's 3 pods", st.Clusters)
 	}
 	east, err := s.Pods(ctx, store.PodListOptions{Cluster: "east"})
 	if err != nil {
