@@ -58,8 +58,8 @@ func benchmarkAPIAtScale(b *testing.B, kind string) {
 	var st store.Store
 	var err error
 	if kind == "postgres" {
-		url, err := server.CreateDatabase(ctx)
-		if err != nil {
+		var url string
+		if url, err = server.CreateDatabase(ctx); err != nil {
 			b.Fatal(err)
 		}
 		st, err = Open(ctx, url, store.Options{})
