@@ -129,7 +129,6 @@ func TestImagesRunTheChart(t *testing.T) {
 	checkImage(t, images["sidecar"], "schedscope-sidecar")
 
 	cp := framework.StartTestControlPlane(t)
-	ctx := context.Background()
 	ports := map[string]int{}
 	for _, p := range []string{"scheduler.securePort", "scheduler.recordStreamPort", "sidecar.securePort"} {
 		port, err := framework.FreePort()
@@ -142,7 +141,43 @@ func TestImagesRunTheChart(t *testing.T) {
 	for p, port := range ports {
 		set = append(set, fmt.Sprintf("%s=%d", p, port))
 	}
-	rendered, err := framework.RenderChart(namespace, nil, set...)
+	byName := applyChart(t, cp, nil, set)
+	d := byName["Deployment/schedscope"]
+	if d == nil {
+		t.Fatal("the chart renders no Deployment schedscope")
+	}
+	tmpl, _, _ := unstructured.NestedMap(d.Object, "spec", "template")
+	var deploy corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &deploy); err != nil {
+		t.Fatal(err)
+	}
+
+	host := &kubelet{t: t, cp: cp, objs: byName, dir: t.TempDir(), pod: deploy.Spec}
+	for _, c := range deploy.Spec.Containers {
+		host.run(c, images[c.Name])
+	}
+
+	// The sidecar serves the certificate the APIService's caBundle verifies.
+	client := caBundleClient(t, byName["APIService/v1alpha1.schedscope.io"], "schedscope-sidecar")
+	sidecarURL := fmt.Sprintf("https://127.0.0.1:%d", ports["sidecar.securePort"])
+
+	bindDemoPod(t, cp)
+
+	// The sidecar explains it, to the admin, through its API.
+	exp := explain(t, client, sidecarURL, cp.Config.BearerToken, "demo", "web", 30*time.Second)
+	if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
+		t.Errorf("explanation of demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", exp.Result, exp.SelectedNode, exp.Profile)
+	}
+	t.Logf("sidecar explains demo/web over TLS verified by the APIService's caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",
+		exp.Attempt, exp.Result, exp.SelectedNode, exp.Profile, exp.Nodes.Evaluated, exp.Nodes.Feasible)
+}
+
+// applyChart renders the chart with valuesFiles and set, applies its
+// objects in namespace and returns them by kind/name.
+func applyChart(t *testing.T, cp *framework.ControlPlane, valuesFiles, set []string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	ctx := t.Context()
+	rendered, err := framework.RenderChart(namespace, valuesFiles, set...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,23 +199,17 @@ func TestImagesRunTheChart(t *testing.T) {
 		}
 		byName[o.GetKind()+"/"+o.GetName()] = o
 	}
-	d := byName["Deployment/schedscope"]
-	if d == nil {
-		t.Fatal("the chart renders no Deployment schedscope")
-	}
-	tmpl, _, _ := unstructured.NestedMap(d.Object, "spec", "template")
-	var deploy corev1.PodTemplateSpec
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &deploy); err != nil {
-		t.Fatal(err)
-	}
+	return byName
+}
 
-	host := &kubelet{t: t, cp: cp, objs: byName, dir: t.TempDir(), pod: deploy.Spec}
-	for _, c := range deploy.Spec.Containers {
-		host.run(c, images[c.Name])
+// caBundleClient is an HTTPS client that trusts the APIService's caBundle
+// alone and verifies the name of service, as the kube-apiserver does.
+func caBundleClient(t *testing.T, apiService *unstructured.Unstructured, service string) *http.Client {
+	t.Helper()
+	if apiService == nil {
+		t.Fatal("the chart renders no APIService")
 	}
-
-	// The sidecar serves the certificate the APIService's caBundle verifies.
-	caBundle, _, _ := unstructured.NestedString(byName["APIService/v1alpha1.schedscope.io"].Object, "spec", "caBundle")
+	caBundle, _, _ := unstructured.NestedString(apiService.Object, "spec", "caBundle")
 	ca, err := base64.StdEncoding.DecodeString(caBundle)
 	if err != nil {
 		t.Fatal(err)
@@ -189,12 +218,16 @@ func TestImagesRunTheChart(t *testing.T) {
 	if !roots.AppendCertsFromPEM(ca) {
 		t.Fatal("the APIService's caBundle holds no certificate")
 	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: roots, ServerName: "schedscope-sidecar." + namespace + ".svc",
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, ServerName: service + "." + namespace + ".svc",
 	}}}
-	sidecarURL := fmt.Sprintf("https://127.0.0.1:%d", ports["sidecar.securePort"])
+}
 
-	// A node and a pod for the scheduler's first profile.
+// bindDemoPod makes node image-node and pod demo/web for the scheduler's
+// first profile, and waits until the scheduler binds it.
+func bindDemoPod(t *testing.T, cp *framework.ControlPlane) {
+	t.Helper()
+	ctx := t.Context()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "image-node", Labels: map[string]string{corev1.LabelHostname: "image-node"}}}
 	if err := framework.CreateNode(ctx, cp.Client, node, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}); err != nil {
 		t.Fatal(err)
@@ -206,41 +239,39 @@ func TestImagesRunTheChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := framework.WaitForBound(ctx, cp.Client, "demo", 1, 60*time.Second); err != nil {
-		host.logs()
 		t.Fatalf("the scheduler image did not bind the pod: %v", err)
 	}
+}
 
-	// The sidecar explains it, to the admin, through its API.
+// explain asks the explain API at base, as the bearer of token, why pod
+// namespace/name is where it is, until it answers or timeout passes.
+func explain(t *testing.T, client *http.Client, base, token, namespace, name string, timeout time.Duration) v1alpha1.Explanation {
+	t.Helper()
 	var exp v1alpha1.Explanation
-	path := v1alpha1.Prefix + "namespaces/demo/pods/web/explain"
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sidecarURL+path, nil)
+	path := v1alpha1.Prefix + "namespaces/" + namespace + "/pods/" + name + "/explain"
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return false, err
 		}
-		req.Header.Set("Authorization", "Bearer "+cp.Config.BearerToken)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Logf("GET %s: %v", path, err)
+			t.Logf("GET %s%s: %v", base, path, err)
 			return false, nil
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusOK {
-			t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
+			t.Logf("GET %s%s: %d %s", base, path, resp.StatusCode, strings.TrimSpace(string(body)))
 			return false, nil
 		}
 		return true, json.Unmarshal(body, &exp)
 	})
 	if err != nil {
-		host.logs()
-		t.Fatalf("the sidecar image did not explain demo/web: %v", err)
+		t.Fatalf("%s did not explain %s/%s: %v", base, namespace, name, err)
 	}
-	if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
-		t.Errorf("explanation of demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", exp.Result, exp.SelectedNode, exp.Profile)
-	}
-	t.Logf("sidecar explains demo/web over TLS verified by the APIService's caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",
-		exp.Attempt, exp.Result, exp.SelectedNode, exp.Profile, exp.Nodes.Evaluated, exp.Nodes.Feasible)
+	return exp
 }
 
 // kubelet runs the pod's containers with podman as a kubelet would: their

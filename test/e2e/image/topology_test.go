@@ -1,30 +1,19 @@
 package image
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/pgserver"
@@ -72,17 +61,7 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 	for _, p := range []string{"scheduler.securePort", "scheduler.recordStreamPort", "sidecar.securePort"} {
 		set = append(set, fmt.Sprintf("%s=%d", p, ports[p]))
 	}
-	rendered, err := framework.RenderChart(namespace, []string{filepath.Join(framework.ChartDir(), "ci", "postgres-values.yaml")}, set...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := framework.DecodeYAML(rendered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	byName := applyChart(t, cp, []string{filepath.Join(framework.ChartDir(), "ci", "postgres-values.yaml")}, set)
 	// The existing Secret the values name: the URL without a password,
 	// the password apart (pgserver trusts its local connections).
 	if _, err := cp.Client.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{
@@ -90,17 +69,6 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 		StringData: map[string]string{"url": storeURL, "password": "unused-by-trust"},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	applier, err := cp.NewApplier("schedscope-image-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*unstructured.Unstructured{}
-	for _, o := range objs {
-		if _, err := applier.Apply(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		byName[o.GetKind()+"/"+o.GetName()] = o
 	}
 
 	// One pod of Deployment schedscope, every replica of schedscope-api,
@@ -177,71 +145,16 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 		t.Fatalf("the APIService's Service %s selects %q, want the API replicas %q", svcName, endpointNames, want)
 	}
 
-	caBundle, _, _ := unstructured.NestedString(apiService.Object, "spec", "caBundle")
-	ca, err := base64.StdEncoding.DecodeString(caBundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(ca) {
-		t.Fatal("the APIService's caBundle holds no certificate")
-	}
 	// The name the kube-apiserver verifies: the APIService's Service.
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: roots, ServerName: svcName + "." + namespace + ".svc",
-	}}}
-
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "image-node", Labels: map[string]string{corev1.LabelHostname: "image-node"}}}
-	if err := framework.CreateNode(ctx, cp.Client, node, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.CreatePods(ctx, cp.Client, "demo", "schedscope", 1, func(int) string { return "web" }); err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.WaitForBound(ctx, cp.Client, "demo", 1, 60*time.Second); err != nil {
-		t.Fatalf("the scheduler image did not bind the pod: %v", err)
-	}
+	client := caBundleClient(t, apiService, svcName)
+	bindDemoPod(t, cp)
 
 	for _, p := range endpoints {
-		exp := explain(t, client, fmt.Sprintf("https://127.0.0.1:%d", p.ports[targetPort]), cp.Config.BearerToken, "demo", "web")
+		exp := explain(t, client, fmt.Sprintf("https://127.0.0.1:%d", p.ports[targetPort]), cp.Config.BearerToken, "demo", "web", 60*time.Second)
 		if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
 			t.Errorf("%s explains demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", p.name, exp.Result, exp.SelectedNode, exp.Profile)
 		}
 		t.Logf("%s (selected by Service %s, which the APIService names) explains demo/web from PostgreSQL over TLS verified by the caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",
 			p.name, svcName, exp.Attempt, exp.Result, exp.SelectedNode, exp.Profile, exp.Nodes.Evaluated, exp.Nodes.Feasible)
 	}
-}
-
-// explain asks the explain API at base, as the bearer of token, why pod
-// namespace/name is where it is, until it answers.
-func explain(t *testing.T, client *http.Client, base, token, namespace, name string) v1alpha1.Explanation {
-	t.Helper()
-	var exp v1alpha1.Explanation
-	path := v1alpha1.Prefix + "namespaces/" + namespace + "/pods/" + name + "/explain"
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return false, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Logf("GET %s%s: %v", base, path, err)
-			return false, nil
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Logf("GET %s%s: %d %s", base, path, resp.StatusCode, strings.TrimSpace(string(body)))
-			return false, nil
-		}
-		return true, json.Unmarshal(body, &exp)
-	})
-	if err != nil {
-		t.Fatalf("%s did not explain %s/%s: %v", base, namespace, name, err)
-	}
-	return exp
 }

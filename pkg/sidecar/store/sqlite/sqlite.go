@@ -542,7 +542,7 @@ func (s *Store) scan(ctx context.Context, query string, args []any, row func(*sq
 // Stats implements store.Reader.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	counts := store.ClusterCounts{}
-	if err := scanRows(ctx, s.db, `SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts GROUP BY cluster`,
+	if err := s.scan(ctx, `SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts GROUP BY cluster`, nil,
 		func(rows *sql.Rows) error {
 			var cluster string
 			var stored, folded, size int64
@@ -555,7 +555,7 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 		}); err != nil {
 		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
-	if err := scanRows(ctx, s.db, `SELECT cluster, COUNT(*) FROM pods GROUP BY cluster`, func(rows *sql.Rows) error {
+	if err := s.scan(ctx, `SELECT cluster, COUNT(*) FROM pods GROUP BY cluster`, nil, func(rows *sql.Rows) error {
 		var cluster string
 		var pods int64
 		if err := rows.Scan(&cluster, &pods); err != nil {
@@ -571,21 +571,6 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
 	return counts.Stats(disk), nil
-}
-
-// scanRows runs query and calls scan for each row.
-func scanRows(ctx context.Context, db *sql.DB, query string, scan func(*sql.Rows) error) error {
-	rows, err := db.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // Prune implements store.Store: of the store's cluster's attempts, it
