@@ -108,6 +108,13 @@ INSERT INTO cursors (cluster, epoch, seq, lost)
 	FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost') HAVING COUNT(*) > 0;
 DELETE FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost');
 `,
+	// 4: whether a record was folded already is asked of its pod's
+	// attempts in its epoch: an index leads there by cluster, UID, epoch
+	// and sequence, where UNIQUE (cluster, epoch, seq) walked every
+	// earlier record of the epoch.
+	`
+CREATE INDEX attempts_by_pod_epoch ON attempts (cluster, uid, epoch, seq);
+`,
 }
 
 // migrationLock is the advisory lock key under which sidecars sharing a

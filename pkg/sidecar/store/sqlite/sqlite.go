@@ -210,9 +210,10 @@ func prepareInserts(ctx context.Context, tx *sql.Tx, cluster string) (*inserts, 
 		return nil, fmt.Errorf("preparing pod update: %w", err)
 	}
 	// The pod's attempts are few, its epoch's are many: without the
-	// hint SQLite's planner walks the epoch's by UNIQUE (cluster, epoch,
-	// seq), every earlier record of the epoch for every record stored.
-	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts INDEXED BY attempts_by_uid
+	// hint SQLite's planner may walk the epoch's by UNIQUE (cluster,
+	// epoch, seq), every earlier record of the epoch for every record
+	// stored.
+	if ins.folded, err = tx.PrepareContext(ctx, `SELECT COUNT(*) FROM attempts INDEXED BY attempts_by_pod_epoch
 		WHERE cluster = ? AND uid = ? AND epoch = ? AND seq < ? AND last_seq >= ?`); err != nil {
 		ins.close()
 		return nil, fmt.Errorf("preparing folded query: %w", err)
