@@ -62,6 +62,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       name: {{ $pg.secretName }}
       key: {{ . }}
 {{- end }}
+{{- if $pg.caSecret }}
+- name: PGSSLROOTCERT
+  value: /etc/schedscope/postgres-ca/ca.crt
+{{- end }}
+{{- end }}
+
+{{/* The mount of the PostgreSQL server's CA, with sidecar.store.postgres.caSecret. */}}
+{{- define "schedscope.storeCAMount" -}}
+{{- if and (eq .Values.sidecar.store.type "postgres") .Values.sidecar.store.postgres.caSecret -}}
+- name: postgres-ca
+  mountPath: /etc/schedscope/postgres-ca
+  readOnly: true
+{{- end -}}
+{{- end }}
+
+{{/* The volume of the PostgreSQL server's CA. */}}
+{{- define "schedscope.storeCAVolume" -}}
+{{- if and (eq .Values.sidecar.store.type "postgres") .Values.sidecar.store.postgres.caSecret -}}
+- name: postgres-ca
+  secret:
+    secretName: {{ .Values.sidecar.store.postgres.caSecret }}
+    items:
+    - key: ca.crt
+      path: ca.crt
+{{- end -}}
 {{- end }}
 
 {{/* The Secret holding the sidecar's serving certificate. */}}

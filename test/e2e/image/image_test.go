@@ -421,6 +421,15 @@ func (k *kubelet) volume(container, name string) string {
 			}
 			files[key] = string(b)
 		}
+	case v.Secret != nil && k.objs["Secret/"+v.Secret.SecretName] == nil:
+		// An existing Secret the values name.
+		s, err := k.cp.Client.CoreV1().Secrets(namespace).Get(context.Background(), v.Secret.SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("volume %s: %v", name, err)
+		}
+		for _, item := range v.Secret.Items {
+			files[item.Path] = string(s.Data[item.Key])
+		}
 	case v.Secret != nil:
 		// A service account token Secret, which the token controller fills.
 		s := k.objs["Secret/"+v.Secret.SecretName]

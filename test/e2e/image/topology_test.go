@@ -2,6 +2,7 @@ package image
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -32,7 +33,8 @@ type runningPod struct {
 // its sidecar following into a real PostgreSQL, and the two replicas of
 // Deployment schedscope-api serving from it, each container with the
 // args, env (the store's URL from the values' Secret, expanded into
-// --store) and service account the chart renders. The kube-apiserver's
+// --store; the server's CA mounted from its Secret) and service account
+// the chart renders. The kube-apiserver's
 // way to the explain API is followed as the cluster would: APIService →
 // its Service → the pods the Service's selector selects → their port.
 // It must reach exactly the API replicas, and each explains the pod the
@@ -67,6 +69,18 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "schedscope-postgres"},
 		StringData: map[string]string{"url": storeURL, "password": "unused-by-trust"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// And the server's CA (pgx reads and parses PGSSLROOTCERT's file even
+	// with sslmode=disable): any PEM certificate.
+	ca, err := os.ReadFile(filepath.Join(cp.Dir, "apiserver-certs", "apiserver.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "schedscope-postgres-ca"},
+		Data:       map[string][]byte{"ca.crt": ca},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,10 @@ func checkAPI(t *testing.T, r release, byKind map[string][]*unstructured.Unstruc
 
 	// The follower and the API read the store from the Secret, the
 	// password as PGPASSWORD.
-	wantEnv := map[string]string{"SCHEDSCOPE_STORE": "Secret schedscope-postgres key url", "PGPASSWORD": "Secret schedscope-postgres key password"}
+	wantEnv := map[string]string{
+		"SCHEDSCOPE_STORE": "Secret schedscope-postgres key url", "PGPASSWORD": "Secret schedscope-postgres key password",
+		"PGSSLROOTCERT": "value /etc/schedscope/postgres-ca/ca.crt",
+	}
 	for _, c := range slices.Concat(sched.Spec.Template.Spec.Containers, spec.Containers) {
 		if c.Name == "scheduler" {
 			continue
@@ -134,6 +137,21 @@ func checkAPI(t *testing.T, r release, byKind map[string][]*unstructured.Unstruc
 		}
 		if !slices.Contains(c.Args, "--store=$(SCHEDSCOPE_STORE)") {
 			t.Errorf("container %s: args %q lack --store=$(SCHEDSCOPE_STORE)", c.Name, c.Args)
+		}
+	}
+	// The server's CA, from the values' Secret, where PGSSLROOTCERT says.
+	for _, d := range []appsv1.Deployment{sched, api} {
+		i := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "postgres-ca" })
+		if i < 0 || d.Spec.Template.Spec.Volumes[i].Secret == nil || d.Spec.Template.Spec.Volumes[i].Secret.SecretName != "schedscope-postgres-ca" {
+			t.Errorf("Deployment %s: no volume postgres-ca of Secret schedscope-postgres-ca", d.Name)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == "postgres-ca" && m.MountPath == "/etc/schedscope/postgres-ca" && m.ReadOnly
+			})
+			if mounted != (c.Name != "scheduler") {
+				t.Errorf("Deployment %s, container %s: mounts the server's CA at /etc/schedscope/postgres-ca: %v", d.Name, c.Name, mounted)
+			}
 		}
 	}
 }
