@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,7 +31,7 @@ func parseStore(raw string) (storeLocation, error) {
 	if err != nil {
 		return storeLocation{}, errors.New("--store: not a URL (sqlite:///PATH or postgres://...)")
 	}
-	loc := storeLocation{display: u.Redacted()}
+	loc := storeLocation{display: redacted(*u)}
 	switch u.Scheme {
 	case "sqlite":
 		if u.Host != "" || !filepath.IsAbs(u.Path) || u.RawQuery != "" {
@@ -45,13 +46,45 @@ func parseStore(raw string) (storeLocation, error) {
 		loc.sqlitePath = u.Path
 	case "postgres", "postgresql":
 		if _, err := pgx.ParseConfig(raw); err != nil {
-			return loc, fmt.Errorf("--store %q: not a PostgreSQL connection URL", loc.display)
+			return loc, fmt.Errorf("--store %q: not a PostgreSQL connection URL: %s", loc.display, parseCause(err, u))
 		}
 		loc.postgresURL = raw
 	default:
 		return loc, fmt.Errorf("--store %q: the scheme must be sqlite or postgres", loc.display)
 	}
 	return loc, nil
+}
+
+// redacted is u with its password masked, in the user info and in a
+// password parameter.
+func redacted(u url.URL) string {
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// parseCause is what pgx found wrong with a PostgreSQL URL (an invalid
+// sslmode, a CA file it cannot read), without the URL pgx repeats and
+// with every password the URL holds masked.
+func parseCause(err error, u *url.URL) string {
+	cause := err.Error()
+	if rest, ok := strings.CutPrefix(cause, "cannot parse `"); ok {
+		if _, after, ok := strings.Cut(rest, "`: "); ok {
+			cause = after
+		}
+	}
+	passwords := u.Query()["password"]
+	if p, ok := u.User.Password(); ok {
+		passwords = append(passwords, p)
+	}
+	for _, p := range passwords {
+		if p != "" {
+			cause = strings.ReplaceAll(cause, p, "xxxxx")
+		}
+	}
+	return cause
 }
 
 // openStore opens the store --store names.
