@@ -133,6 +133,13 @@ func queueRejections(b *pgx.Batch, cluster string, id int64, r store.Row) {
 	}
 }
 
+// foldQuery asks, for the pod of UID $1 in cluster $4, whether sequence
+// $3 of epoch $2 was folded into one of its attempts already, and what its
+// latest attempt is.
+const foldQuery = `SELECT EXISTS (SELECT 1 FROM attempts WHERE cluster = $4 AND uid = $1 AND epoch = $2 AND seq < $3 AND last_seq >= $3),
+		a.id, a.epoch, a.seq, a.last_seq, a.signature
+	FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.cluster = $4 AND p.uid = $1`
+
 // foldRepeat folds r into its pod's latest attempt when both were
 // unschedulable with the same outcome in the same epoch: the attempt's
 // repeat count and last attempt move on, its record is not stored again,
@@ -148,9 +155,7 @@ func foldRepeat(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.R
 	var latestEpoch string
 	var sig []byte
 	var before bool
-	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM attempts WHERE cluster = $4 AND uid = $1 AND epoch = $2 AND seq < $3 AND last_seq >= $3),
-			a.id, a.epoch, a.seq, a.last_seq, a.signature
-		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE p.cluster = $4 AND p.uid = $1`, a.Pod.UID, epoch, int64(a.Seq), cluster).
+	err = tx.QueryRow(ctx, foldQuery, a.Pod.UID, epoch, int64(a.Seq), cluster).
 		Scan(&before, &id, &latestEpoch, &seq, &lastSeq, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil

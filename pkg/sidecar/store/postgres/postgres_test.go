@@ -245,3 +245,38 @@ func TestOpenRejectsBadURL(t *testing.T) {
 		t.Errorf("Open of a bad URL: %v, want an error without the password", err)
 	}
 }
+
+// TestFoldLookupGoesByPod: with many attempts of one epoch stored, and the
+// table's statistics as ingest leaves them, the planner finds whether a
+// record was folded before among its pod's attempts, not by walking the
+// epoch's sequences (which made storing an epoch quadratic).
+func TestFoldLookupGoesByPod(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	st, err := Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const pods = 500
+	if err := fillStore(ctx, st, pods); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "EXPLAIN "+foldQuery, "uid-7", "fill", int64(pods*attemptsPerPod), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Contains(plan, "attempts_cluster_epoch_seq_key") || !strings.Contains(plan, "attempts_by_pod_epoch") {
+		t.Errorf("the fold lookup does not go by attempts_by_pod_epoch:\n%s", plan)
+	}
+}
