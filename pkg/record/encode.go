@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -21,17 +22,25 @@ import (
 // That is less than half the bytes of the JSON of []NodeScore, written
 // directly: encoding/json would reach each value through reflection.
 // Scores.UnmarshalJSON reads both forms.
-func Encode(a *Attempt) ([]byte, error) {
+func Encode(a *Attempt) ([]byte, error) { return AppendEncode(nil, a) }
+
+// AppendEncode appends Encode's encoding of a to b: a caller that reuses b
+// does not grow a new slice for each record.
+func AppendEncode(b []byte, a *Attempt) ([]byte, error) {
 	if a.Scores == nil || len(a.Scores.Nodes) == 0 {
-		return json.Marshal(a)
+		data, err := json.Marshal(a)
+		if err != nil || b == nil {
+			return data, err
+		}
+		return append(b, data...), nil
 	}
 	head := *a
 	head.Scores = nil
 	data, err := json.Marshal(&head)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	b := make([]byte, 0, len(data)+a.Scores.encodedSizeHint())
+	b = slices.Grow(b, len(data)+a.Scores.encodedSizeHint())
 	// Scores is the last field: it goes where the closing brace was.
 	b = append(b, data[:len(data)-1]...)
 	b = append(b, `,"scores":`...)

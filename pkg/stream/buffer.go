@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 
@@ -31,6 +32,10 @@ type Buffer struct {
 	// addMu serializes Add, which encodes outside mu so that readers never
 	// wait for an encoding.
 	addMu sync.Mutex
+	// encoding is Add's scratch space, reused under addMu. An encoding
+	// grows its slice to up to twice its length; the buffer keeps an
+	// exact-size copy, so that the bytes it counts are the bytes it holds.
+	encoding []byte
 
 	mu       sync.Mutex
 	ring     []Encoded
@@ -69,11 +74,12 @@ func (b *Buffer) Add(a *record.Attempt) error {
 	seq := b.last + 1
 	b.mu.Unlock()
 	a.Seq = seq
-	data, err := record.Encode(a)
-	if err != nil {
+	var err error
+	if b.encoding, err = record.AppendEncode(b.encoding[:0], a); err != nil {
 		a.Seq = 0
 		return fmt.Errorf("encoding the record of attempt %d of pod %s/%s: %w", a.Attempt, a.Pod.Namespace, a.Pod.Name, err)
 	}
+	data := bytes.Clone(b.encoding)
 	b.mu.Lock()
 	b.last = seq
 	if b.lenLocked() > len(b.ring) {
