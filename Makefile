@@ -183,11 +183,11 @@ test-reliability: build ## Run the reliability tests alone (build tag reliabilit
 	$(GO) test -tags reliability -count=1 -timeout 60m -v $(TEST_FLAGS) ./test/reliability/...
 
 .PHONY: bench-smoke
-bench-smoke: build benchstat ## Run the overhead benchmark harness on its smallest workload, once in every mode, every attempt recorded and read back; benchstat's table in _output/bench/smoke.
+bench-smoke: build benchstat ## Run the overhead benchmark harness on its smallest workload, once in every mode, and the per-process benchmark on 50 nodes, every attempt recorded and read back; benchstat's tables in _output/bench/smoke.
 	$(GO) run ./hack/bench -smoke -benchstat $(BIN)/benchstat -out $(BENCH_OUT)/smoke
 
 .PHONY: bench
-bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf, compared with benchstat) and the recorder micro-benchmarks; results in _output/bench.
+bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench.
 	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
 
 .PHONY: verify

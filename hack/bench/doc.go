@@ -13,4 +13,15 @@
 // and the sidecar's ingest rate follow. benchstat's tables are saved in
 // benchstat.txt, the micro-benchmarks in micro.txt, everything the runs
 // printed in results.txt.
+//
+// The scheduler_perf runs share one process with kube-apiserver. So each
+// scheduler is also measured in a process of its own (test/bench
+// TestProcessCost, build tag process): real etcd and kube-apiserver
+// processes hold an upstream workload's nodes and first pods, and a fresh
+// kube-scheduler or schedscope-scheduler process schedules its measured
+// pods in each mode and round, the sidecar and the OTLP receiver in
+// processes of their own. The scheduler's CPU time per pod (utime and
+// stime of /proc/<pid>/stat) and peak RSS (VmHWM) and the throughput of
+// each run are lines in process.txt, which benchstat compares (-col /mode).
+// -parts selects the parts to run.
 package main

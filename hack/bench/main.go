@@ -10,14 +10,19 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 type options struct {
-	out       string
-	benchstat string
-	count     int
-	only      string
-	smoke     bool
+	out          string
+	benchstat    string
+	count        int
+	processCount int
+	profiles     string
+	only         string
+	parts        string
+	smoke        bool
 }
 
 func main() {
@@ -25,8 +30,11 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the results")
 	flag.StringVar(&o.benchstat, "benchstat", "bin/benchstat", "the benchstat binary (make build-tools builds it)")
 	flag.IntVar(&o.count, "count", 6, "runs of each workload in each mode (benchstat gives a confidence interval from 6 on)")
+	flag.IntVar(&o.processCount, "process-count", 3, "runs of each workload in each mode with the scheduler in its own process")
+	flag.StringVar(&o.profiles, "process-profiles", "", "a directory to save each scheduler process's heap and CPU profiles in, taken when half its measured pods are bound (the CPU profile's 10 seconds are in the run's CPU time); none if empty")
 	flag.StringVar(&o.only, "workload", "", "run only the workloads whose name contains this")
-	flag.BoolVar(&o.smoke, "smoke", false, "run the smallest workload once in each mode, requiring every attempt recorded and read back, and skip the micro-benchmarks")
+	flag.StringVar(&o.parts, "parts", "perf,process,micro", "comma-separated parts to run: perf (scheduler_perf, in one process), process (the scheduler in its own process), micro (the micro-benchmarks)")
+	flag.BoolVar(&o.smoke, "smoke", false, "run the smallest workload once in each mode, and the process benchmark on 50 nodes, requiring every attempt recorded and read back, and skip the micro-benchmarks")
 	flag.Parse()
 	if err := o.Validate(); err != nil {
 		log.Fatal(err)
@@ -39,8 +47,13 @@ func main() {
 }
 
 func (o *options) Validate() error {
-	if o.count < 1 {
-		return fmt.Errorf("-count=%d: want at least 1", o.count)
+	if o.count < 1 || o.processCount < 1 {
+		return fmt.Errorf("-count=%d, -process-count=%d: want at least 1", o.count, o.processCount)
+	}
+	for _, p := range strings.Split(o.parts, ",") {
+		if p != "perf" && p != "process" && p != "micro" {
+			return fmt.Errorf("-parts=%q: %q is none of perf, process and micro", o.parts, p)
+		}
 	}
 	if _, err := exec.LookPath(o.benchstat); err != nil {
 		return fmt.Errorf("-benchstat: %w (make build-tools builds it)", err)
@@ -58,33 +71,50 @@ func (o *options) Run(ctx context.Context) error {
 		return err
 	}
 	defer raw.Close()
-	binary := filepath.Join(o.out, "bench.test")
-	if err := command(ctx, raw, "go", "test", "-c", "-o", binary, "./test/bench"); err != nil {
-		return fmt.Errorf("building the benchmark: %w", err)
-	}
-	perf := filepath.Join(o.out, "perf.txt")
-	s, err := o.measure(ctx, raw, binary, perf)
-	if err != nil {
-		return err
-	}
 	report, err := os.Create(filepath.Join(o.out, "benchstat.txt"))
 	if err != nil {
 		return err
 	}
 	defer report.Close()
 	table := io.MultiWriter(os.Stdout, raw, report)
-	if err := compare(ctx, table, o.benchstat, perf); err != nil {
-		return err
+	var peak float64
+	if o.runs("perf") {
+		binary := filepath.Join(o.out, "bench.test")
+		if err := command(ctx, raw, "go", "test", "-c", "-o", binary, "./test/bench"); err != nil {
+			return fmt.Errorf("building the benchmark: %w", err)
+		}
+		perf := filepath.Join(o.out, "perf.txt")
+		s, err := o.measure(ctx, raw, binary, perf)
+		if err != nil {
+			return err
+		}
+		if err := compare(ctx, table, o.benchstat, perf); err != nil {
+			return err
+		}
+		s.printRecords(table)
+		peak = s.peak
 	}
-	s.printRecords(table)
-	if !o.smoke {
-		if err := micro(ctx, table, raw, filepath.Join(o.out, "micro.txt"), s.peak); err != nil {
+	if o.runs("process") {
+		processFile := filepath.Join(o.out, "process.txt")
+		runs, err := o.measureProcesses(ctx, raw, processFile)
+		if err != nil {
+			return err
+		}
+		if err := compareProcesses(ctx, table, o.benchstat, processFile, runs); err != nil {
+			return err
+		}
+	}
+	if !o.smoke && o.runs("micro") {
+		if err := micro(ctx, table, raw, filepath.Join(o.out, "micro.txt"), peak); err != nil {
 			return err
 		}
 	}
 	log.Printf("results in %s", o.out)
 	return report.Close()
 }
+
+// runs reports whether part is to be run.
+func (o *options) runs(part string) bool { return slices.Contains(strings.Split(o.parts, ","), part) }
 
 func command(ctx context.Context, out io.Writer, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,5 +50,33 @@ func TestRecordsPerSecond(t *testing.T) {
 	want := map[string]float64{"BenchmarkFollow-2": 2425}
 	if diff := cmp.Diff(want, recordsPerSecond(out)); diff != "" {
 		t.Errorf("recordsPerSecond (-want +got):\n%s", diff)
+	}
+}
+
+func TestProcessBenchmarkLine(t *testing.T) {
+	r := processRun{Mode: "tracing", Workload: "TopologySpreading/5000Nodes", Pods: 2000, Throughput: 151.25, CPUSeconds: 9, PeakRSSBytes: 734003200}
+	want := "BenchmarkProcess/TopologySpreading/5000Nodes/mode=tracing 1 151.25 pods/s 0.0045 cpu-sec/pod 734003200 peak-RSS-B"
+	if diff := cmp.Diff(want, r.benchmarkLine()); diff != "" {
+		t.Errorf("benchmarkLine (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrintRatios(t *testing.T) {
+	w := "SchedulingBasic/5000Nodes"
+	runs := []processRun{
+		{Mode: "plain", Workload: w, Pods: 1000, Throughput: 200, CPUSeconds: 4, PeakRSSBytes: 100 << 20},
+		{Mode: "recording", Workload: w, Pods: 1000, Throughput: 150, CPUSeconds: 5, PeakRSSBytes: 150 << 20},
+		{Mode: "recording", Workload: w, Pods: 1000, Throughput: 100, CPUSeconds: 6, PeakRSSBytes: 160 << 20},
+		{Mode: "plain", Workload: w, Pods: 1000, Throughput: 100, CPUSeconds: 3, PeakRSSBytes: 100 << 20},
+	}
+	var out strings.Builder
+	printRatios(&out, runs)
+	want := `
+The same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round
+SchedulingBasic/5000Nodes/mode=plain (2 runs): pods/s 150 [100, 200] CPU ms/pod 3.5 [3, 4] peak RSS MiB 100 [100, 100]
+SchedulingBasic/5000Nodes/mode=recording (2 runs): pods/s 125 [100, 150] = 0.875 [0.75, 1]× CPU ms/pod 5.5 [5, 6] = 1.62 [1.25, 2]× peak RSS MiB 155 [150, 160] = 1.55 [1.5, 1.6]× = plain + 55 [50, 60]
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("printRatios (-want +got):\n%s", diff)
 	}
 }

@@ -4,16 +4,20 @@
 // work is not counted as the scheduler's.
 //
 // It prints "listening on HOST:PORT" once it accepts exports, and on
-// SIGTERM or SIGINT the spans received as {"spans": N}, then exits.
+// SIGTERM or SIGINT the spans received as {"spans": N}, then exits. With
+// --stats-address it also answers GET / there with the counts so far,
+// {"spans": N, "traces": M}, a trace counted by its root span.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -23,39 +27,56 @@ import (
 	"google.golang.org/grpc"
 )
 
-// sink counts the spans of every export.
+// sink counts the spans of every export, and the root spans among them.
 type sink struct {
 	collectortrace.UnimplementedTraceServiceServer
-	spans atomic.Int64
+	spans, traces atomic.Int64
 }
 
 // Export implements the OTLP trace service.
 func (s *sink) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
-	var n int64
+	var spans, roots int64
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
-			n += int64(len(ss.Spans))
+			spans += int64(len(ss.Spans))
+			for _, span := range ss.Spans {
+				if len(span.ParentSpanId) == 0 {
+					roots++
+				}
+			}
 		}
 	}
-	s.spans.Add(n)
+	s.spans.Add(spans)
+	s.traces.Add(roots)
 	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// ServeHTTP answers with the counts so far.
+func (s *sink) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]int64{"spans": s.spans.Load(), "traces": s.traces.Load()})
 }
 
 func main() {
 	addr := flag.String("address", "127.0.0.1:0", "loopback host:port to listen on")
+	statsAddr := flag.String("stats-address", "", "loopback host:port to answer with the counts so far; empty: none")
 	flag.Parse()
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		log.Fatalf("--address %q: %v", *addr, err)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		log.Fatalf("--address %q: the sink listens on a loopback address only", *addr)
-	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listenLoopback("--address", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	s := &sink{}
+	if *statsAddr != "" {
+		statsLn, err := listenLoopback("--stats-address", *statsAddr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			if err := http.Serve(statsLn, s); err != nil && !errors.Is(err, net.ErrClosed) {
+				log.Fatal(err)
+			}
+		}()
+	}
 	server := grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(server, s)
 	signals := make(chan os.Signal, 1)
@@ -69,4 +90,17 @@ func main() {
 		log.Fatal(err)
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]int64{"spans": s.spans.Load()})
+}
+
+// listenLoopback listens on addr, the value of flag, which must be a
+// loopback host:port.
+func listenLoopback(flag, addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("%s %q: the sink listens on a loopback address only", flag, addr)
+	}
+	return net.Listen("tcp", addr)
 }

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -112,7 +111,7 @@ type observer struct {
 	// endpoint is where the observed schedulers export spans; empty when
 	// the mode does not trace.
 	endpoint string
-	sink     *otlpSink
+	sink     *framework.OTLPSink
 	silent   *framework.SilentCollector
 
 	mu        sync.Mutex
@@ -138,12 +137,14 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 	if mode != "recording" {
 		var endpoint string
 		if mode == "tracing" {
-			sink, err := startOTLPSink()
+			// A live receiver in its own process, as a collector is: its
+			// work is not the scheduler's.
+			sink, err := framework.StartOTLPSink(context.Background(), b.TempDir(), "otlpsink")
 			if err != nil {
 				b.Fatal(err)
 			}
 			o.sink = sink
-			endpoint = sink.addr
+			endpoint = sink.Addr
 		} else if mode == "collector-slow" {
 			silent, err := framework.StartSilentCollector()
 			if err != nil {
@@ -284,59 +285,13 @@ func (o *observer) finish() {
 		o.silent.Stop()
 	}
 	if o.sink != nil {
-		spans, err := o.sink.stop()
+		stats, err := o.sink.Stats()
 		if err != nil {
-			o.b.Error(err)
+			o.b.Errorf("the OTLP sink's span count: %v", err)
 		}
-		o.res.SpansReceived = spans
+		o.res.SpansReceived = stats.Spans
+		o.sink.Stop()
 	}
-}
-
-// otlpSink is a live OTLP receiver in its own process (hack/otlpsink), as
-// a collector is: its work is not the scheduler's.
-type otlpSink struct {
-	addr string
-	cmd  *exec.Cmd
-	out  *bufio.Reader
-}
-
-func startOTLPSink() (*otlpSink, error) {
-	binary, err := framework.Binary("otlpsink")
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(binary)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the OTLP sink: %w", err)
-	}
-	out := bufio.NewReader(stdout)
-	line, err := out.ReadString('\n')
-	addr, found := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !found {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("the OTLP sink did not start: %q: %v", line, err)
-	}
-	return &otlpSink{addr: addr, cmd: cmd, out: out}, nil
-}
-
-// stop ends the sink and returns the spans it received.
-func (s *otlpSink) stop() (int64, error) {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	var count struct{ Spans int64 }
-	decodeErr := json.NewDecoder(s.out).Decode(&count)
-	if err := s.cmd.Wait(); err != nil {
-		return 0, fmt.Errorf("the OTLP sink: %w", err)
-	}
-	if decodeErr != nil {
-		return 0, fmt.Errorf("reading the OTLP sink's span count: %w", decodeErr)
-	}
-	return count.Spans, nil
 }
 
 // heapSampler tracks the peak of live heap objects.

@@ -16,4 +16,8 @@
 // install the observation on the scheduler the harness built, as
 // schedscope-scheduler does on its own (observe.Recorder.Install), through
 // the harness's node-update hook, before any pod is created.
+//
+// TestProcessCost (build tag process) measures the same modes with each
+// scheduler in a process of its own, against real etcd and kube-apiserver
+// processes, so that the scheduler's CPU time and memory are its own.
 package bench

@@ -346,11 +346,16 @@ func writeServiceAccountKey(dir string) error {
 
 // waitHTTP polls url until it answers 200, failing early if p exits.
 func waitHTTP(ctx context.Context, p *Process, url string, client *http.Client, timeout time.Duration) error {
+	return waitHTTPEvery(ctx, p, url, client, 100*time.Millisecond, timeout)
+}
+
+// waitHTTPEvery is waitHTTP polling every interval.
+func waitHTTPEvery(ctx context.Context, p *Process, url string, client *http.Client, interval, timeout time.Duration) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
 		if p.Exited() {
 			return false, fmt.Errorf("%s exited: %v\n%s", p.Name, p.Wait(0), p.Tail())
 		}
@@ -519,4 +524,27 @@ func GetAs(url, token string) (int, []byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, body, err
+}
+
+// SchedulerConfig is a KubeSchedulerConfiguration of the default profile
+// under the scheduler name profile, without leader election: the scheduler
+// runs alone. kube-scheduler runs it as it is; schedscope-scheduler wraps
+// the same profile's plugins.
+func SchedulerConfig(profile string) string {
+	return "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
+}
+
+// FastClient returns a client of cfg whose rate limit is far above what
+// the tests' worker pools send: cp.Client's would pace their bursts.
+func FastClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	return kubernetes.NewForConfig(cfg)
+}
+
+// WaitReady waits until the scheduler answers /readyz: its informers have
+// synced and it schedules from then on.
+func (s *Scheduler) WaitReady(ctx context.Context) error {
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitHTTPEvery(ctx, s.Process, strings.TrimSuffix(s.HealthURL, "/healthz")+"/readyz", insecure, 20*time.Millisecond, 5*time.Minute)
 }

@@ -64,3 +64,23 @@ func hasLabels(m *dto.Metric, match map[string]string) bool {
 	}
 	return found == len(match)
 }
+
+// ScheduleAttempts returns upstream's scheduler_schedule_attempts_total of
+// profile by result: scheduled, unschedulable and error.
+func ScheduleAttempts(families map[string]*dto.MetricFamily, profile string) map[string]float64 {
+	out := map[string]float64{}
+	for _, result := range []string{"scheduled", "unschedulable", "error"} {
+		out[result] = Sum(families["scheduler_schedule_attempts_total"], map[string]string{"profile": profile, "result": result})
+	}
+	return out
+}
+
+// Counter returns the value of an unlabelled counter, or an error when
+// the families hold no such counter: a missing counter is no zero.
+func Counter(families map[string]*dto.MetricFamily, name string) (float64, error) {
+	f, ok := families[name]
+	if !ok || len(f.GetMetric()) != 1 {
+		return 0, fmt.Errorf("no unlabelled counter %s is served", name)
+	}
+	return Sum(f, nil), nil
+}

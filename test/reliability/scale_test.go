@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
@@ -38,12 +34,6 @@ const (
 	// pods.
 	workers = 32
 )
-
-// schedulerConfig is the default profile under the scheduler name profile,
-// without leader election: each scheduler runs alone.
-func schedulerConfig(profile string) string {
-	return "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
-}
 
 // TestScale5000Nodes10000Pods schedules 10000 pods onto 5000 Ready nodes,
 // first with plain kube-scheduler, then, once those pods are deleted, with
@@ -88,7 +78,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 	deletePods(t, client, plainRun)
 	t.Logf("%d pods of plain kube-scheduler deleted in %v", podCount, time.Since(deleted).Round(time.Millisecond))
 	plain.Stop()
-	plainRun.pods.stop()
+	plainRun.pods.Stop()
 
 	// schedscope-scheduler with its sidecar, started right after it: the
 	// sidecar's first list must still find the first record in the
@@ -151,7 +141,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 		}
 		if !settled {
 			families := scrape(t, scope)
-			scopeAttempts = scheduleAttempts(t, families, scopeProfile)
+			scopeAttempts = framework.ScheduleAttempts(families, scopeProfile)
 			dropped = counter(t, families, "schedscope_record_dropped_total")
 			evicted = counter(t, families, "schedscope_record_buffer_evicted_total")
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -223,7 +213,7 @@ func TestScale5000Nodes10000Pods(t *testing.T) {
 // run is one scheduler's pass over the workload.
 type run struct {
 	ns   string
-	pods *podWatch
+	pods *framework.PodWatch
 	// created is how long creating the pods took; started is when the
 	// scheduler was started; firstBind and lastBind are when the informer
 	// saw the first and the last pod bound.
@@ -262,7 +252,7 @@ func checkStored(t *testing.T, sc *framework.Sidecar, r *run, epoch string) {
 	}
 	wrong := 0
 	for _, p := range pods {
-		node := r.pods.node(p.Pod.Name)
+		node := r.pods.Node(p.Pod.Name)
 		l := p.Latest
 		if l.Epoch == epoch && l.Attempt == 1 && l.Result == record.ResultScheduled && l.SelectedNode == node && node != "" {
 			continue
@@ -308,7 +298,7 @@ func createPods(t *testing.T, client kubernetes.Interface, ns, profile string) *
 		t.Fatal(err)
 	}
 	r.created = time.Since(began)
-	if bound := r.pods.bound(); bound != 0 {
+	if bound := r.pods.Bound(); bound != 0 {
 		t.Fatalf("%d pods of %s bound before their scheduler started", bound, ns)
 	}
 	return r
@@ -322,16 +312,16 @@ func waitBound(t *testing.T, r *run, s *framework.Scheduler, tick func(bound int
 		if s.Exited() {
 			return false, fmt.Errorf("%s exited: %v\n%s", s.Name, s.Wait(0), s.Tail())
 		}
-		bound := r.pods.bound()
+		bound := r.pods.Bound()
 		if tick != nil {
 			tick(bound)
 		}
 		return bound == podCount, nil
 	}); err != nil {
-		bound := r.pods.bound()
+		bound := r.pods.Bound()
 		t.Fatalf("%s: %d of %d pods bound: %v", r.ns, bound, podCount, err)
 	}
-	r.firstBind, r.lastBind = r.pods.bindTimes()
+	r.firstBind, r.lastBind = r.pods.BindTimes()
 }
 
 // deletePods deletes the pods of r, workers at a time, with grace period 0
@@ -354,101 +344,40 @@ func deletePods(t *testing.T, client kubernetes.Interface, r *run) {
 		t.Fatal(err)
 	}
 	if err := poll(t, 200*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
-		return len(r.pods.informer.GetStore().ListKeys()) == 0, nil
+		return r.pods.Len() == 0, nil
 	}); err != nil {
-		t.Fatalf("%d pods of %s left after deleting them: %v", len(r.pods.informer.GetStore().ListKeys()), r.ns, err)
+		t.Fatalf("%d pods of %s left after deleting them: %v", r.pods.Len(), r.ns, err)
 	}
 }
 
 func podName(i int) string { return fmt.Sprintf("pod-%05d", i) }
 
-// podWatch follows the pods of a namespace through an informer: the node
-// each was first seen bound to, and when.
-type podWatch struct {
-	informer cache.SharedIndexInformer
-	stop     func()
-
-	mu          sync.Mutex
-	nodes       map[string]string
-	first, last time.Time
-}
-
-func watchPods(t *testing.T, client kubernetes.Interface, ns string) *podWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))
-	w := &podWatch{informer: factory.Core().V1().Pods().Informer(), nodes: map[string]string{}}
-	w.stop = sync.OnceFunc(func() { cancel(); factory.Shutdown() })
-	t.Cleanup(w.stop)
-	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(t.Context().Done(), w.informer.HasSynced) {
-		t.Fatalf("the pod informer of namespace %s did not sync", ns)
-	}
-	return w
-}
-
-func (w *podWatch) observe(obj any) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
-		return
-	}
-	now := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, seen := w.nodes[pod.Name]; seen {
-		return
-	}
-	w.nodes[pod.Name] = pod.Spec.NodeName
-	if w.first.IsZero() {
-		w.first = now
-	}
-	w.last = now
-}
-
-// bound returns the number of pods seen bound.
-func (w *podWatch) bound() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.nodes)
-}
-
-// bindTimes returns when the first and the last pod were seen bound.
-func (w *podWatch) bindTimes() (first, last time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.first, w.last
-}
-
-// node returns the node pod was bound to, or "".
-func (w *podWatch) node(pod string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.nodes[pod]
-}
-
-// fastClient returns a client whose rate limit is far above what the
-// worker pools send: cp.Client's would pace the node and pod bursts.
+// fastClient returns framework.FastClient of the control plane.
 func fastClient(t *testing.T, cp *framework.ControlPlane) kubernetes.Interface {
 	t.Helper()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := framework.FastClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
+// watchPods starts a framework.PodWatch of namespace ns, stopped when the
+// test ends.
+func watchPods(t *testing.T, client kubernetes.Interface, ns string) *framework.PodWatch {
+	t.Helper()
+	w, err := framework.WatchPods(t.Context(), client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
 // startScheduler starts binary with the default profile under profile.
 func startScheduler(t *testing.T, cp *framework.ControlPlane, binary, profile string, extra ...string) *framework.Scheduler {
 	t.Helper()
-	s, err := cp.StartScheduler(t.Context(), binary, binary, schedulerConfig(profile), extra...)
+	s, err := cp.StartScheduler(t.Context(), binary, binary, framework.SchedulerConfig(profile), extra...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,25 +438,14 @@ func scrape(t *testing.T, s *framework.Scheduler) map[string]*dto.MetricFamily {
 	return families
 }
 
-// scheduleAttempts returns upstream's scheduler_schedule_attempts_total of
-// profile by result.
-func scheduleAttempts(t *testing.T, families map[string]*dto.MetricFamily, profile string) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	for _, result := range []string{"scheduled", "unschedulable", "error"} {
-		out[result] = framework.Sum(families["scheduler_schedule_attempts_total"], map[string]string{"profile": profile, "result": result})
-	}
-	return out
-}
-
-// settledAttempts returns scheduleAttempts once the scheduler has counted
+// settledAttempts returns framework.ScheduleAttempts once the scheduler has counted
 // podCount scheduled attempts: it counts each a moment after the binding.
 func settledAttempts(t *testing.T, s *framework.Scheduler, profile string) map[string]float64 {
 	t.Helper()
 	var attempts map[string]float64
 	// On timeout the last count is returned, for checkRun to report.
 	_ = poll(t, 200*time.Millisecond, 30*time.Second, func(context.Context) (bool, error) {
-		attempts = scheduleAttempts(t, scrape(t, s), profile)
+		attempts = framework.ScheduleAttempts(scrape(t, s), profile)
 		return attempts["scheduled"] >= podCount, nil
 	})
 	return attempts
@@ -542,14 +460,14 @@ func total(attempts map[string]float64) float64 {
 }
 
 // counter returns the value of an unlabelled counter, failing the test
-// when the scheduler does not serve it: a missing counter is no zero.
+// when the scheduler does not serve it.
 func counter(t *testing.T, families map[string]*dto.MetricFamily, name string) float64 {
 	t.Helper()
-	f, ok := families[name]
-	if !ok || len(f.GetMetric()) != 1 {
-		t.Fatalf("the scheduler serves no %s", name)
+	v, err := framework.Counter(families, name)
+	if err != nil {
+		t.Fatalf("the scheduler: %v", err)
 	}
-	return framework.Sum(f, nil)
+	return v
 }
 
 // poll waits with wait.PollUntilContextTimeout until cond holds.

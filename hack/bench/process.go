@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// processWorkload is an upstream workload measured with the scheduler in a
+// process of its own (test/bench TestProcessCost), and the parameters that
+// override the workload file's.
+type processWorkload struct {
+	workload
+	params string
+}
+
+var processWorkloads = []processWorkload{
+	{workload: workload{"misc/performance-config.yaml", "SchedulingBasic/5000Nodes_10000Pods"}},
+	{workload: workload{"topology_spreading/performance-config.yaml", "TopologySpreading/5000Nodes"}},
+}
+
+// processSmoke checks the per-process harness in every mode on 50 nodes
+// and 100 measured pods, every attempt recorded, read and traced.
+var processSmoke = processWorkload{
+	workload: workload{"topology_spreading/performance-config.yaml", "TopologySpreading/5000Nodes"},
+	params:   "initNodes=50,initPods=50,measurePods=100",
+}
+
+// processRun is a line of TestProcessCost's result file.
+type processRun struct {
+	Mode                string  `json:"mode"`
+	Workload            string  `json:"workload"`
+	Pods                int     `json:"pods"`
+	Throughput          float64 `json:"throughput"`
+	CPUSeconds          float64 `json:"cpuSeconds"`
+	PeakRSSBytes        int64   `json:"peakRSSBytes"`
+	SidecarCPUSeconds   float64 `json:"sidecarCPUSeconds"`
+	SidecarPeakRSSBytes int64   `json:"sidecarPeakRSSBytes"`
+	SinkCPUSeconds      float64 `json:"sinkCPUSeconds"`
+	SinkPeakRSSBytes    int64   `json:"sinkPeakRSSBytes"`
+}
+
+// benchmarkLine is the run in the Go benchmark format, one iteration, the
+// mode a sub-benchmark key: throughput, the scheduler process's CPU time
+// per measured pod and its peak RSS.
+func (r processRun) benchmarkLine() string {
+	return fmt.Sprintf("BenchmarkProcess/%s/mode=%s 1 %s pods/s %s cpu-sec/pod %d peak-RSS-B", r.Workload, r.Mode,
+		strconv.FormatFloat(r.Throughput, 'g', -1, 64), strconv.FormatFloat(r.CPUSeconds/float64(r.Pods), 'g', -1, 64), r.PeakRSSBytes)
+}
+
+// measureProcesses runs TestProcessCost on each selected workload, writes
+// its runs to processFile in the Go benchmark format and returns them.
+func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFile string) ([]processRun, error) {
+	binary := filepath.Join(o.out, "process.test")
+	if err := command(ctx, raw, "go", "test", "-c", "-tags", "process", "-o", binary, "./test/bench"); err != nil {
+		return nil, fmt.Errorf("building the process benchmark: %w", err)
+	}
+	selected, count := []processWorkload{processSmoke}, 1
+	if !o.smoke {
+		selected, count = nil, o.processCount
+		for _, w := range processWorkloads {
+			if strings.Contains(w.name, o.only) {
+				selected = append(selected, w)
+			}
+		}
+	}
+	results := filepath.Join(o.out, "process.jsonl")
+	if err := os.Remove(results); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	for _, w := range selected {
+		began := time.Now()
+		log.Printf("%s, each scheduler in its own process: %d runs of each mode", w.name, count)
+		cmd := exec.CommandContext(ctx, binary, "-test.run", "^TestProcessCost$", "-test.v", "-test.count=1", "-test.timeout=5h",
+			"-schedscope-workload-file", w.file, "-schedscope-process-workload", w.name, "-schedscope-process-params", w.params,
+			"-schedscope-process-count", strconv.Itoa(count), "-schedscope-result-file", results, "-schedscope-process-profiles", o.profiles)
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(raw, os.Stderr), io.MultiWriter(raw, os.Stderr)
+		fmt.Fprintf(raw, "\n=== %s, each scheduler in its own process\n", w.name)
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s, each scheduler in its own process: %w", w.name, err)
+		}
+		log.Printf("%s took %v", w.name, time.Since(began).Round(time.Second))
+	}
+	runs, err := readProcessRuns(results)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Create(processFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fmt.Fprint(f, processBenchmarkHeader)
+	for _, r := range runs {
+		fmt.Fprintln(f, r.benchmarkLine())
+	}
+	return runs, f.Close()
+}
+
+// processBenchmarkHeader starts process.txt.
+const processBenchmarkHeader = "pkg: github.com/schedscope/schedscope/test/bench\nUnit pods/s better=higher\n"
+
+func readProcessRuns(path string) ([]processRun, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var runs []processRun
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		var r processRun
+		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.Pods <= 0 {
+			return nil, fmt.Errorf("%s: a run of %d pods", path, r.Pods)
+		}
+		runs = append(runs, r)
+	}
+	return runs, s.Err()
+}
+
+// compareProcesses prints benchstat's table of processFile, every mode
+// against plain, and what the sidecar and the OTLP receiver cost in their
+// own processes.
+func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processRun) error {
+	fmt.Fprintln(w, "\nEach scheduler in its own process (test/bench TestProcessCost), each mode against plain kube-scheduler: throughput, the scheduler process's CPU time (user and system, /proc/<pid>/stat) per measured pod from its readiness until its work on them was done, and its peak RSS (VmHWM); the sidecar and the OTLP receiver run in processes of their own, not counted")
+	if err := command(ctx, w, benchstat, "-col", "/mode", processFile); err != nil {
+		return fmt.Errorf("benchstat: %w", err)
+	}
+	printRatios(w, runs)
+	fmt.Fprintln(w, "\nThe other processes of the observed modes, medians: the sidecar following the record stream into SQLite, the OTLP receiver counting spans (CPU time over their whole life)")
+	type key struct{ workload, mode string }
+	byKey := map[key][]processRun{}
+	var keys []key
+	for _, r := range runs {
+		k := key{r.Workload, r.Mode}
+		if r.Mode == "plain" {
+			continue
+		}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], r)
+	}
+	for _, k := range keys {
+		rs := byKey[k]
+		fmt.Fprintf(w, "%s/mode=%s: sidecar %.2f ms CPU a pod, peak RSS %.0f MiB", k.workload, k.mode,
+			median(rs, func(r processRun) float64 { return r.SidecarCPUSeconds * 1000 / float64(r.Pods) }),
+			median(rs, func(r processRun) float64 { return float64(r.SidecarPeakRSSBytes) / (1 << 20) }))
+		if k.mode == "tracing" {
+			fmt.Fprintf(w, "; OTLP receiver %.2f ms CPU a pod, peak RSS %.0f MiB",
+				median(rs, func(r processRun) float64 { return r.SinkCPUSeconds * 1000 / float64(r.Pods) }),
+				median(rs, func(r processRun) float64 { return float64(r.SinkPeakRSSBytes) / (1 << 20) }))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+// processMetrics are the scheduler's measures in a run, as printRatios
+// shows them.
+// The overhead in memory is also shown as the difference to plain.
+var processMetrics = []struct {
+	name       string
+	value      func(processRun) float64
+	difference bool
+}{
+	{"pods/s", func(r processRun) float64 { return r.Throughput }, false},
+	{"CPU ms/pod", func(r processRun) float64 { return r.CPUSeconds * 1000 / float64(r.Pods) }, false},
+	{"peak RSS MiB", func(r processRun) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, true},
+}
+
+// printRatios prints, per workload and observed mode, each measure's
+// median and range over the runs, and its ratio to plain kube-scheduler:
+// the median and range of the ratios of the runs of one round (the k-th
+// run of a mode against the k-th plain run of the workload; the rounds
+// are interleaved, so a round's runs share the machine's state).
+func printRatios(w io.Writer, runs []processRun) {
+	type key struct{ workload, mode string }
+	byKey := map[key][]processRun{}
+	var keys []key
+	for _, r := range runs {
+		k := key{r.Workload, r.Mode}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], r)
+	}
+	fmt.Fprintln(w, "\nThe same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round")
+	for _, k := range keys {
+		rs, plain := byKey[k], byKey[key{k.workload, "plain"}]
+		fmt.Fprintf(w, "%s/mode=%s (%d runs):", k.workload, k.mode, len(rs))
+		for _, m := range processMetrics {
+			values := collect(rs, m.value)
+			fmt.Fprintf(w, " %s %s", m.name, spread(values))
+			if k.mode == "plain" || len(plain) == 0 {
+				continue
+			}
+			base := collect(plain, m.value)
+			var ratios, differences []float64
+			for i := range min(len(values), len(base)) {
+				ratios = append(ratios, values[i]/base[i])
+				differences = append(differences, values[i]-base[i])
+			}
+			fmt.Fprintf(w, " = %s×", spread(ratios))
+			if m.difference {
+				fmt.Fprintf(w, " = plain + %s", spread(differences))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// collect is f of each run, in the runs' order.
+func collect(runs []processRun, f func(processRun) float64) []float64 {
+	v := make([]float64, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	return v
+}
+
+// spread formats the median and range of values.
+func spread(values []float64) string {
+	v := slices.Sorted(slices.Values(values))
+	return fmt.Sprintf("%.3g [%.3g, %.3g]", middle(v), v[0], v[len(v)-1])
+}
+
+// middle is the median of sorted values.
+func middle(v []float64) float64 {
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// median is the median of f over runs.
+func median(runs []processRun, f func(processRun) float64) float64 {
+	return middle(slices.Sorted(slices.Values(collect(runs, f))))
+}
