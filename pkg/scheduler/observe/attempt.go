@@ -315,86 +315,167 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 	return runs
 }
 
+// filterVerdicts groups every node of the snapshot by its Filter verdict,
+// each group's nodes sorted by name. It runs for every attempt on the
+// background worker, which shares the machine with the scheduler, so it
+// finds each verdict's node once, walks the snapshot's nodes in their
+// cached name order instead of sorting, builds no string per node, and
+// puts the names of every group in one array of the exact size.
+func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
+	nodes := a.nodes
+	counts := record.NodeCounts{Total: len(nodes.names)}
+	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
+	sc := getScratch(len(nodes.names))
+	defer putScratch(sc)
+	// groupOf[i] is 1 + the group of the snapshot's node i, 0 if it was not
+	// evaluated. A later verdict for the same node (the nominated node,
+	// filtered again with all nodes) wins.
+	groupOf := sc.groupOf
+	g := verdictGroups{passed: -1, last: -1}
+	for _, v := range a.verdicts[:n] {
+		i, ok := nodes.find(v.node)
+		if !ok {
+			continue
+		}
+		if prev := groupOf[i]; prev != 0 {
+			g.list[prev-1].count--
+		} else {
+			counts.Evaluated++
+		}
+		j := g.of(v.status)
+		g.list[j].count++
+		groupOf[i] = int32(j) + 1
+	}
+
+	// Groups are output in the order of their first node by name, then
+	// ordered by rank.
+	out := make([]record.VerdictGroup, 0, len(g.list)+2)
+	names := make([]string, counts.Evaluated)
+	notEvaluated := a.notEvaluatedReason()
+	narrowed := notEvaluated == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes()
+	notEvaluatedGroup, outsidePreFilterResult := -1, -1
+	for _, i := range nodes.sorted {
+		j := groupOf[i]
+		if j == 0 {
+			// Not evaluated: counted, not named.
+			at, reason := &notEvaluatedGroup, notEvaluated
+			if narrowed && !a.preFilterResult.NodeNames.Has(nodes.names[i]) {
+				at, reason = &outsidePreFilterResult, record.NotEvaluatedPreFilterResult
+			}
+			if *at < 0 {
+				*at = len(out)
+				out = append(out, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: reason})
+			}
+			out[*at].Count++
+			continue
+		}
+		grp := &g.list[j-1]
+		if grp.out < 0 {
+			grp.out = len(out)
+			out = append(out, grp.record(names[:0:grp.count]))
+			names = names[grp.count:]
+		}
+		o := &out[grp.out]
+		o.Count++
+		o.Nodes = append(o.Nodes, nodes.names[i])
+	}
+	slices.SortStableFunc(out, func(x, y record.VerdictGroup) int { return cmp.Compare(x.Rank(), y.Rank()) })
+	return out, counts
+}
+
+// verdictGroups are the distinct Filter verdicts of an attempt: passed, and
+// each distinct rejection.
+type verdictGroups struct {
+	list     []verdictGroup
+	passed   int // -1 until a node passes
+	last     int // the last rejection found, -1 until one is
+	rejected map[verdictKey]int
+}
+
+type verdictGroup struct {
+	status *fwk.Status // nil: passed
+	count  int
+	out    int // place in the output, -1 until the group's first node by name
+}
+
 // verdictKey identifies a group of identical Filter rejections.
 type verdictKey struct {
 	plugin, reasons string
 	code            fwk.Code
 }
 
-// filterVerdicts groups every node of the snapshot by its Filter verdict,
-// each group's nodes sorted by name. It runs for every attempt on the
-// background worker, which shares the machine with the scheduler, so it
-// walks the snapshot's nodes in their cached name order instead of sorting,
-// and builds no string per node.
-func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
-	nodes := a.nodes
-	counts := record.NodeCounts{Total: len(nodes.names)}
-	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
-	// latest[i] is 1 + the verdict slot of the snapshot's node i, 0 if none.
-	// A later verdict for the same node (the nominated node, filtered
-	// again with all nodes) wins.
-	latest := make([]int32, len(nodes.names))
-	for slot, v := range a.verdicts[:n] {
-		if i, ok := nodes.index[v.node]; ok {
-			if latest[i] == 0 {
-				counts.Evaluated++
-			}
-			latest[i] = int32(slot) + 1
+// of returns the group of a verdict. Rejections come from the plugins as a
+// new status per node, mostly with the reasons of the rejection before, so
+// that one is compared first.
+func (g *verdictGroups) of(s *fwk.Status) int {
+	if s == nil {
+		if g.passed < 0 {
+			g.passed = g.add(nil)
 		}
+		return g.passed
 	}
+	if g.last >= 0 && sameRejection(g.list[g.last].status, s) {
+		return g.last
+	}
+	key := verdictKey{plugin: s.Plugin(), code: s.Code()}
+	if r := s.Reasons(); len(r) == 1 {
+		key.reasons = r[0]
+	} else {
+		key.reasons = strings.Join(r, "\x00")
+	}
+	j, ok := g.rejected[key]
+	if !ok {
+		if g.rejected == nil {
+			g.rejected = map[verdictKey]int{}
+		}
+		j = g.add(s)
+		g.rejected[key] = j
+	}
+	g.last = j
+	return j
+}
 
-	// Groups are made in the order of their first node; rejections are
-	// found by key, the other groups are one each and kept by index.
-	var out []record.VerdictGroup
-	group := func(index *int, g record.VerdictGroup) int {
-		if *index < 0 {
-			*index = len(out)
-			out = append(out, g)
-		}
-		return *index
+func (g *verdictGroups) add(s *fwk.Status) int {
+	g.list = append(g.list, verdictGroup{status: s, out: -1})
+	return len(g.list) - 1
+}
+
+// sameRejection reports whether two rejections belong in one group.
+func sameRejection(x, y *fwk.Status) bool {
+	return x == y || (x.Code() == y.Code() && x.Plugin() == y.Plugin() && slices.Equal(x.Reasons(), y.Reasons()))
+}
+
+// record returns the group's record, which lists its nodes in names.
+func (g *verdictGroup) record(names []string) record.VerdictGroup {
+	if g.status == nil {
+		return record.VerdictGroup{Verdict: record.VerdictPassed, Nodes: names}
 	}
-	rejected := map[verdictKey]int{}
-	passed, notEvaluatedGroup, outsidePreFilterResult := -1, -1, -1
-	notEvaluated := a.notEvaluatedReason()
-	narrowed := notEvaluated == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes()
-	for _, i := range nodes.sorted {
-		if latest[i] == 0 {
-			// Not evaluated: counted, not named.
-			var j int
-			if narrowed && !a.preFilterResult.NodeNames.Has(nodes.names[i]) {
-				j = group(&outsidePreFilterResult, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: record.NotEvaluatedPreFilterResult})
-			} else {
-				j = group(&notEvaluatedGroup, record.VerdictGroup{Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: notEvaluated})
-			}
-			out[j].Count++
-			continue
-		}
-		var j int
-		if s := a.verdicts[latest[i]-1].status; s == nil {
-			if passed < 0 {
-				// Most evaluated nodes usually pass: room for all at once.
-				group(&passed, record.VerdictGroup{Verdict: record.VerdictPassed, Nodes: make([]string, 0, counts.Evaluated)})
-			}
-			j = passed
-		} else {
-			key := verdictKey{plugin: s.Plugin(), code: s.Code()}
-			if r := s.Reasons(); len(r) == 1 {
-				key.reasons = r[0]
-			} else {
-				key.reasons = strings.Join(r, "\x00")
-			}
-			var ok bool
-			if j, ok = rejected[key]; !ok {
-				j = len(out)
-				rejected[key] = j
-				out = append(out, record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: s.Plugin(), Code: s.Code().String(), Reasons: reasons(s)})
-			}
-		}
-		out[j].Count++
-		out[j].Nodes = append(out[j].Nodes, nodes.names[i])
+	s := g.status
+	return record.VerdictGroup{Verdict: record.VerdictRejected, Plugin: s.Plugin(), Code: s.Code().String(), Reasons: reasons(s), Nodes: names}
+}
+
+// buildScratch holds build's temporary arrays, reused from attempt to
+// attempt.
+type buildScratch struct {
+	groupOf []int32    // by node of the snapshot, zero between uses
+	order   []scoreKey // by scored node
+}
+
+var scratchPool = sync.Pool{New: func() any { return &buildScratch{} }}
+
+// getScratch returns scratch whose groupOf has room for nodes nodes.
+func getScratch(nodes int) *buildScratch {
+	sc := scratchPool.Get().(*buildScratch)
+	if cap(sc.groupOf) < nodes {
+		sc.groupOf = make([]int32, nodes)
 	}
-	slices.SortStableFunc(out, func(x, y record.VerdictGroup) int { return cmp.Compare(x.Rank(), y.Rank()) })
-	return out, counts
+	sc.groupOf = sc.groupOf[:nodes]
+	return sc
+}
+
+func putScratch(sc *buildScratch) {
+	clear(sc.groupOf)
+	scratchPool.Put(sc)
 }
 
 func (a *attempt) notEvaluatedReason() string {
@@ -419,14 +500,32 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 	for i, p := range plugins {
 		index.byName[p.Name] = i
 	}
-	// Highest total first; node names are unique, so the order is total.
-	// The small keys are sorted, not the nodes' scores.
-	order := make([]scoreKey, len(a.scores))
+	// Highest total first, then by name; node names are unique, so the
+	// order is total. The small keys are sorted, not the nodes' scores, and
+	// names are compared by their place in the snapshot's name order when
+	// every scored node is in the snapshot.
+	sc := getScratch(0)
+	defer putScratch(sc)
+	order := sc.order[:0]
+	ranked := true
 	for k, ns := range a.scores {
-		order[k] = scoreKey{total: ns.TotalScore, node: ns.Name, at: k}
+		key := scoreKey{total: ns.TotalScore, at: int32(k)}
+		if i, ok := a.nodes.find(ns.Name); ok {
+			key.rank = a.nodes.rank[i]
+		} else {
+			ranked = false
+		}
+		order = append(order, key)
 	}
+	sc.order = order
 	slices.SortFunc(order, func(x, y scoreKey) int {
-		return cmp.Or(cmp.Compare(y.total, x.total), strings.Compare(x.node, y.node))
+		if c := cmp.Compare(y.total, x.total); c != 0 {
+			return c
+		}
+		if ranked {
+			return cmp.Compare(x.rank, y.rank)
+		}
+		return strings.Compare(a.scores[x.at].Name, a.scores[y.at].Name)
 	})
 	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, len(a.scores))}
 	// One backing array for every node's raw, normalized and weighted
@@ -464,12 +563,11 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 	return out
 }
 
-// scoreKey orders the scored nodes: at is the node's place in the
-// framework's list.
+// scoreKey orders the scored nodes: rank is the node's place in the
+// snapshot's name order, at its place in the framework's list.
 type scoreKey struct {
-	total int64
-	node  string
-	at    int
+	total    int64
+	rank, at int32
 }
 
 // pluginIndex finds the score plugin of each of a node's scores. The

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/schedscope/schedscope/pkg/record"
@@ -254,34 +252,4 @@ func (t *profileTable) complete(enabled *config.Plugins) {
 	for _, p := range enabled.Score.Enabled {
 		t.scorePlugins = append(t.scorePlugins, record.ScorePlugin{Name: p.Name, Weight: int64(p.Weight)})
 	}
-}
-
-// nodeSet caches the names of the snapshot's nodes, an index by name and
-// their order by name. The snapshot keeps its node list until nodes are
-// added or removed, so the cache is rebuilt only then.
-type nodeSet struct {
-	list   *fwk.NodeInfo // the first element of the snapshot's list
-	names  []string      // in the snapshot's order
-	index  map[string]int32
-	sorted []int32 // indexes into names, by name
-}
-
-var emptyNodeSet = &nodeSet{}
-
-func (r *Recorder) nodeSetOf(list []fwk.NodeInfo) *nodeSet {
-	if len(list) == 0 {
-		return emptyNodeSet
-	}
-	if c := r.nodes.Load(); c != nil && c.list == &list[0] && len(c.names) == len(list) {
-		return c
-	}
-	set := &nodeSet{list: &list[0], names: make([]string, len(list)), index: make(map[string]int32, len(list)), sorted: make([]int32, len(list))}
-	for i, n := range list {
-		set.names[i] = n.Node().Name
-		set.index[set.names[i]] = int32(i)
-		set.sorted[i] = int32(i)
-	}
-	sort.Slice(set.sorted, func(i, j int) bool { return set.names[set.sorted[i]] < set.names[set.sorted[j]] })
-	r.nodes.Store(set)
-	return set
 }
