@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -102,8 +103,22 @@ func (s *Server) chownToPostgres() error {
 
 func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
 
+// closeInheritedOnExec marks every descriptor the test process inherited
+// close-on-exec (Go opens its own so, but not those it was started with),
+// so that the server, which pg_ctl detaches and which may outlive a killed
+// test, holds none of them: not a lock the test command ran under.
+func closeInheritedOnExec() {
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
 // run runs one of PostgreSQL's programs as the server's user.
 func (s *Server) run(ctx context.Context, program string, args ...string) error {
+	closeInheritedOnExec()
 	path := filepath.Join(s.bin, program)
 	var cmd *exec.Cmd
 	if s.runAs != "" {

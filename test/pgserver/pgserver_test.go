@@ -2,6 +2,10 @@ package pgserver
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -45,5 +49,39 @@ func TestServer(t *testing.T) {
 	}
 	if _, err := query(); err != nil {
 		t.Fatalf("after Resume: %v", err)
+	}
+}
+
+// TestServerHoldsNoInheritedDescriptor: a descriptor the test process
+// holds without close-on-exec (as one it inherited would be, such as a
+// lock the test command runs under) does not reach the server.
+func TestServerHoldsNoInheritedDescriptor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	s, err := Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pidFile, err := os.ReadFile(filepath.Join(s.dataDir(), "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, _ := strings.Cut(string(pidFile), "\n")
+	entries, err := os.ReadDir(filepath.Join("/proc", pid, "fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if target, _ := os.Readlink(filepath.Join("/proc", pid, "fd", e.Name())); target == path {
+			t.Errorf("the server (pid %s) holds descriptor %s of %s", pid, e.Name(), path)
+		}
 	}
 }
