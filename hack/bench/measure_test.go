@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/test/bench/processrun"
 )
 
 func TestBenchmarkLine(t *testing.T) {
@@ -54,16 +56,16 @@ func TestRecordsPerSecond(t *testing.T) {
 }
 
 func TestProcessBenchmarkLine(t *testing.T) {
-	r := processRun{Mode: "tracing", Workload: "TopologySpreading/5000Nodes", Pods: 2000, Throughput: 151.25, CPUSeconds: 9, PeakRSSBytes: 734003200}
+	r := processrun.Run{Mode: "tracing", Workload: "TopologySpreading/5000Nodes", Pods: 2000, Throughput: 151.25, CPUSeconds: 9, PeakRSSBytes: 734003200}
 	want := "BenchmarkProcess/TopologySpreading/5000Nodes/mode=tracing 1 151.25 pods/s 0.0045 cpu-sec/pod 734003200 peak-RSS-B"
-	if diff := cmp.Diff(want, r.benchmarkLine()); diff != "" {
+	if diff := cmp.Diff(want, benchmarkLine(r)); diff != "" {
 		t.Errorf("benchmarkLine (-want +got):\n%s", diff)
 	}
 }
 
 func TestPrintRatios(t *testing.T) {
 	w := "SchedulingBasic/5000Nodes"
-	runs := []processRun{
+	runs := []processrun.Run{
 		{Mode: "plain", Workload: w, Pods: 1000, Throughput: 200, CPUSeconds: 4, PeakRSSBytes: 100 << 20},
 		{Mode: "recording", Workload: w, Pods: 1000, Throughput: 150, CPUSeconds: 5, PeakRSSBytes: 150 << 20},
 		{Mode: "recording", Workload: w, Pods: 1000, Throughput: 100, CPUSeconds: 6, PeakRSSBytes: 160 << 20},

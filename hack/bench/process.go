@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schedscope/schedscope/test/bench/processrun"
 )
 
 // processWorkload is an upstream workload measured with the scheduler in a
@@ -36,31 +38,17 @@ var processSmoke = processWorkload{
 	params:   "initNodes=50,initPods=50,measurePods=100",
 }
 
-// processRun is a line of TestProcessCost's result file.
-type processRun struct {
-	Mode                string  `json:"mode"`
-	Workload            string  `json:"workload"`
-	Pods                int     `json:"pods"`
-	Throughput          float64 `json:"throughput"`
-	CPUSeconds          float64 `json:"cpuSeconds"`
-	PeakRSSBytes        int64   `json:"peakRSSBytes"`
-	SidecarCPUSeconds   float64 `json:"sidecarCPUSeconds"`
-	SidecarPeakRSSBytes int64   `json:"sidecarPeakRSSBytes"`
-	SinkCPUSeconds      float64 `json:"sinkCPUSeconds"`
-	SinkPeakRSSBytes    int64   `json:"sinkPeakRSSBytes"`
-}
-
 // benchmarkLine is the run in the Go benchmark format, one iteration, the
 // mode a sub-benchmark key: throughput, the scheduler process's CPU time
 // per measured pod and its peak RSS.
-func (r processRun) benchmarkLine() string {
+func benchmarkLine(r processrun.Run) string {
 	return fmt.Sprintf("BenchmarkProcess/%s/mode=%s 1 %s pods/s %s cpu-sec/pod %d peak-RSS-B", r.Workload, r.Mode,
 		strconv.FormatFloat(r.Throughput, 'g', -1, 64), strconv.FormatFloat(r.CPUSeconds/float64(r.Pods), 'g', -1, 64), r.PeakRSSBytes)
 }
 
 // measureProcesses runs TestProcessCost on each selected workload, writes
 // its runs to processFile in the Go benchmark format and returns them.
-func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFile string) ([]processRun, error) {
+func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFile string) ([]processrun.Run, error) {
 	binary := filepath.Join(o.out, "process.test")
 	if err := command(ctx, raw, "go", "test", "-c", "-tags", "process", "-o", binary, "./test/bench"); err != nil {
 		return nil, fmt.Errorf("building the process benchmark: %w", err)
@@ -102,7 +90,7 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 	defer f.Close()
 	fmt.Fprint(f, processBenchmarkHeader)
 	for _, r := range runs {
-		fmt.Fprintln(f, r.benchmarkLine())
+		fmt.Fprintln(f, benchmarkLine(r))
 	}
 	return runs, f.Close()
 }
@@ -110,16 +98,16 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 // processBenchmarkHeader starts process.txt.
 const processBenchmarkHeader = "pkg: github.com/schedscope/schedscope/test/bench\nUnit pods/s better=higher\n"
 
-func readProcessRuns(path string) ([]processRun, error) {
+func readProcessRuns(path string) ([]processrun.Run, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var runs []processRun
+	var runs []processrun.Run
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		var r processRun
+		var r processrun.Run
 		if err := json.Unmarshal(s.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -134,52 +122,59 @@ func readProcessRuns(path string) ([]processRun, error) {
 // compareProcesses prints benchstat's table of processFile, every mode
 // against plain, and what the sidecar and the OTLP receiver cost in their
 // own processes.
-func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processRun) error {
+func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processrun.Run) error {
 	fmt.Fprintln(w, "\nEach scheduler in its own process (test/bench TestProcessCost), each mode against plain kube-scheduler: throughput, the scheduler process's CPU time (user and system, /proc/<pid>/stat) per measured pod from its readiness until its work on them was done, and its peak RSS (VmHWM); the sidecar and the OTLP receiver run in processes of their own, not counted")
 	if err := command(ctx, w, benchstat, "-col", "/mode", processFile); err != nil {
 		return fmt.Errorf("benchstat: %w", err)
 	}
 	printRatios(w, runs)
 	fmt.Fprintln(w, "\nThe other processes of the observed modes, medians: the sidecar following the record stream into SQLite, the OTLP receiver counting spans (CPU time over their whole life)")
-	type key struct{ workload, mode string }
-	byKey := map[key][]processRun{}
-	var keys []key
-	for _, r := range runs {
-		k := key{r.Workload, r.Mode}
-		if r.Mode == "plain" {
+	keys, byKey := groupRuns(runs)
+	for _, k := range keys {
+		if k.mode == "plain" {
 			continue
 		}
-		if _, ok := byKey[k]; !ok {
-			keys = append(keys, k)
-		}
-		byKey[k] = append(byKey[k], r)
-	}
-	for _, k := range keys {
 		rs := byKey[k]
 		fmt.Fprintf(w, "%s/mode=%s: sidecar %.2f ms CPU a pod, peak RSS %.0f MiB", k.workload, k.mode,
-			median(rs, func(r processRun) float64 { return r.SidecarCPUSeconds * 1000 / float64(r.Pods) }),
-			median(rs, func(r processRun) float64 { return float64(r.SidecarPeakRSSBytes) / (1 << 20) }))
+			median(rs, func(r processrun.Run) float64 { return r.SidecarCPUSeconds * 1000 / float64(r.Pods) }),
+			median(rs, func(r processrun.Run) float64 { return float64(r.SidecarPeakRSSBytes) / (1 << 20) }))
 		if k.mode == "tracing" {
 			fmt.Fprintf(w, "; OTLP receiver %.2f ms CPU a pod, peak RSS %.0f MiB",
-				median(rs, func(r processRun) float64 { return r.SinkCPUSeconds * 1000 / float64(r.Pods) }),
-				median(rs, func(r processRun) float64 { return float64(r.SinkPeakRSSBytes) / (1 << 20) }))
+				median(rs, func(r processrun.Run) float64 { return r.SinkCPUSeconds * 1000 / float64(r.Pods) }),
+				median(rs, func(r processrun.Run) float64 { return float64(r.SinkPeakRSSBytes) / (1 << 20) }))
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
 }
 
+// runKey is a workload and a mode.
+type runKey struct{ workload, mode string }
+
+// groupRuns groups runs by workload and mode; keys are in the order of
+// their first run.
+func groupRuns(runs []processrun.Run) (keys []runKey, byKey map[runKey][]processrun.Run) {
+	byKey = map[runKey][]processrun.Run{}
+	for _, r := range runs {
+		k := runKey{r.Workload, r.Mode}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], r)
+	}
+	return keys, byKey
+}
+
 // processMetrics are the scheduler's measures in a run, as printRatios
-// shows them.
-// The overhead in memory is also shown as the difference to plain.
+// shows them; the overhead in memory also as the difference to plain.
 var processMetrics = []struct {
 	name       string
-	value      func(processRun) float64
+	value      func(processrun.Run) float64
 	difference bool
 }{
-	{"pods/s", func(r processRun) float64 { return r.Throughput }, false},
-	{"CPU ms/pod", func(r processRun) float64 { return r.CPUSeconds * 1000 / float64(r.Pods) }, false},
-	{"peak RSS MiB", func(r processRun) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, true},
+	{"pods/s", func(r processrun.Run) float64 { return r.Throughput }, false},
+	{"CPU ms/pod", func(r processrun.Run) float64 { return r.CPUSeconds * 1000 / float64(r.Pods) }, false},
+	{"peak RSS MiB", func(r processrun.Run) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, true},
 }
 
 // printRatios prints, per workload and observed mode, each measure's
@@ -187,20 +182,11 @@ var processMetrics = []struct {
 // the median and range of the ratios of the runs of one round (the k-th
 // run of a mode against the k-th plain run of the workload; the rounds
 // are interleaved, so a round's runs share the machine's state).
-func printRatios(w io.Writer, runs []processRun) {
-	type key struct{ workload, mode string }
-	byKey := map[key][]processRun{}
-	var keys []key
-	for _, r := range runs {
-		k := key{r.Workload, r.Mode}
-		if _, ok := byKey[k]; !ok {
-			keys = append(keys, k)
-		}
-		byKey[k] = append(byKey[k], r)
-	}
+func printRatios(w io.Writer, runs []processrun.Run) {
+	keys, byKey := groupRuns(runs)
 	fmt.Fprintln(w, "\nThe same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round")
 	for _, k := range keys {
-		rs, plain := byKey[k], byKey[key{k.workload, "plain"}]
+		rs, plain := byKey[k], byKey[runKey{k.workload, "plain"}]
 		fmt.Fprintf(w, "%s/mode=%s (%d runs):", k.workload, k.mode, len(rs))
 		for _, m := range processMetrics {
 			values := collect(rs, m.value)
@@ -224,7 +210,7 @@ func printRatios(w io.Writer, runs []processRun) {
 }
 
 // collect is f of each run, in the runs' order.
-func collect(runs []processRun, f func(processRun) float64) []float64 {
+func collect(runs []processrun.Run, f func(processrun.Run) float64) []float64 {
 	v := make([]float64, len(runs))
 	for i, r := range runs {
 		v[i] = f(r)
@@ -247,6 +233,6 @@ func middle(v []float64) float64 {
 }
 
 // median is the median of f over runs.
-func median(runs []processRun, f func(processRun) float64) float64 {
+func median(runs []processrun.Run, f func(processrun.Run) float64) float64 {
 	return middle(slices.Sorted(slices.Values(collect(runs, f))))
 }

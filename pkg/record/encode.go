@@ -29,8 +29,11 @@ func Encode(a *Attempt) ([]byte, error) { return AppendEncode(nil, a) }
 func AppendEncode(b []byte, a *Attempt) ([]byte, error) {
 	if a.Scores == nil || len(a.Scores.Nodes) == 0 {
 		data, err := json.Marshal(a)
-		if err != nil || b == nil {
-			return data, err
+		if err != nil {
+			return b, err
+		}
+		if b == nil {
+			return data, nil
 		}
 		return append(b, data...), nil
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schedscope/schedscope/test/bench/processrun"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -42,48 +43,6 @@ const (
 	// workers bounds the concurrent requests that create nodes and pods.
 	workers = 32
 )
-
-// processRun is what one run of TestProcessCost measured: one scheduler
-// process scheduling the workload's measured pods in one mode.
-type processRun struct {
-	Mode     string `json:"mode"`
-	Workload string `json:"workload"`
-	Pods     int    `json:"pods"`
-	// Throughput is the pods bound per second from the first binding to
-	// the last, as an informer saw them.
-	Throughput float64 `json:"throughput"`
-	// CPUSeconds is the scheduler process's user and system time from its
-	// readiness (informers synced, scheduling starts) until its work on the
-	// measured pods was done: every pod bound, and in the observed modes
-	// every record emitted and read by the sidecar, every trace received.
-	CPUSeconds float64 `json:"cpuSeconds"`
-	// StartupCPUSeconds is its CPU time until readiness.
-	StartupCPUSeconds float64 `json:"startupCPUSeconds"`
-	// PeakRSSBytes is the scheduler process's VmHWM at the end.
-	PeakRSSBytes int64 `json:"peakRSSBytes"`
-	// Attempts is the scheduler's scheduler_schedule_attempts_total.
-	Attempts float64 `json:"attempts"`
-	// Records were emitted on the record stream; RecordsStored the sidecar
-	// stored, RecordsLost it counted lost; Dropped never became records.
-	Records       uint64  `json:"records"`
-	RecordsStored uint64  `json:"recordsStored"`
-	RecordsLost   uint64  `json:"recordsLost"`
-	Dropped       float64 `json:"dropped"`
-	// Traces and Spans reached the OTLP receiver; SpansLost the scheduler
-	// dropped or failed to export, TracesSkipped it did not trace.
-	Traces        int64   `json:"traces"`
-	Spans         int64   `json:"spans"`
-	SpansLost     float64 `json:"spansLost"`
-	TracesSkipped float64 `json:"tracesSkipped"`
-	// The sidecar's and the receiver's own CPU time and peak RSS, in their
-	// own processes: not the scheduler's.
-	SidecarCPUSeconds   float64 `json:"sidecarCPUSeconds,omitempty"`
-	SidecarPeakRSSBytes int64   `json:"sidecarPeakRSSBytes,omitempty"`
-	SinkCPUSeconds      float64 `json:"sinkCPUSeconds,omitempty"`
-	SinkPeakRSSBytes    int64   `json:"sinkPeakRSSBytes,omitempty"`
-	// Seconds is the run's wall time, pod creation and deletion included.
-	Seconds float64 `json:"seconds"`
-}
 
 // TestProcessCost measures the scheduler in a process of its own: for an
 // upstream workload (-schedscope-workload-file, -schedscope-process-workload)
@@ -147,11 +106,11 @@ func TestProcessCost(t *testing.T) {
 var processModeBinaries = map[string]string{"plain": "kube-scheduler", "recording": "schedscope-scheduler", "tracing": "schedscope-scheduler"}
 
 // runProcess runs one scheduler process over the measured pods in mode.
-func runProcess(t *testing.T, cp *framework.ControlPlane, client kubernetes.Interface, w *processWorkload, mode, name string) processRun {
+func runProcess(t *testing.T, cp *framework.ControlPlane, client kubernetes.Interface, w *processWorkload, mode, name string) processrun.Run {
 	t.Helper()
 	began := time.Now()
 	n := w.measured.count
-	r := processRun{Mode: mode, Workload: w.name, Pods: n}
+	r := processrun.Run{Mode: mode, Workload: w.name, Pods: n}
 	createPods(t, client, n, func(i int) *v1.Pod { return w.measured.make(fmt.Sprintf("%05d", i), measuredNamespace, "") })
 	pods, err := framework.WatchPods(t.Context(), client, measuredNamespace)
 	if err != nil {
@@ -321,7 +280,7 @@ func (p *processes) waitDone(t *testing.T, n int) {
 }
 
 // measure reads the CPU time and peak RSS of the run's processes.
-func (p *processes) measure(t *testing.T, r *processRun) {
+func (p *processes) measure(t *testing.T, r *processrun.Run) {
 	t.Helper()
 	r.CPUSeconds = cpuSeconds(t, p.sched.Process) - p.startup
 	r.StartupCPUSeconds = p.startup
@@ -348,7 +307,7 @@ func (p *processes) measure(t *testing.T, r *processRun) {
 // that the scheduler made one attempt for each pod, which bound it, and in
 // the observed modes that each attempt became a record the sidecar stored
 // and, tracing, a trace the receiver got: none dropped or lost.
-func (p *processes) check(t *testing.T, r *processRun) {
+func (p *processes) check(t *testing.T, r *processrun.Run) {
 	t.Helper()
 	_, families, err := framework.Scrape(p.sched.MetricsURL)
 	if err != nil {
@@ -509,7 +468,7 @@ func deleteMeasured(t *testing.T, client kubernetes.Interface) {
 	}
 }
 
-func writeProcessRun(t *testing.T, r processRun) {
+func writeProcessRun(t *testing.T, r processrun.Run) {
 	t.Helper()
 	if *resultFile == "" {
 		return
