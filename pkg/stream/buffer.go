@@ -3,7 +3,10 @@ package stream
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/klauspost/compress/s2"
 
 	"github.com/schedscope/schedscope/pkg/record"
 )
@@ -12,10 +15,11 @@ import (
 // follower that reconnects within seconds finds its place again.
 const DefaultBufferSize = 2000
 
-// DefaultBufferBytes is the default bound on the JSON a Buffer keeps. A
-// record names every node it was filtered on: at 5000 nodes it encodes to
-// about 27 kB (record's BenchmarkEncode), so 32 MiB holds about 1200 of
-// them, and DefaultBufferSize records up to about 1000 nodes.
+// DefaultBufferBytes is the default bound on the memory a Buffer keeps
+// records in, compressed. A record names every node it scored: at 5000
+// nodes it encodes to about 30 kB of JSON and 6 kB compressed (stream's
+// BenchmarkBufferAdd), so DefaultBufferSize records take 12.5 MB at 5000
+// nodes and 22.5 MB at 20000, and 32 MiB bounds records larger than those.
 const DefaultBufferBytes = 32 << 20
 
 // Buffer is a bounded ring of the newest records, bounded both in count
@@ -24,37 +28,52 @@ const DefaultBufferBytes = 32 << 20
 // newest record is always kept.
 //
 // Records are kept as their JSON encoding, made once in Add however many
-// readers there are. A byte slice holds no pointers, so a full buffer of
-// large records costs the garbage collector nothing to scan.
+// readers there are, compressed in the S2 block format: a record is mostly
+// repeated node and plugin names, which S2 shrinks about 5 times for a
+// tenth of the encoding's time. A byte slice holds no pointers, so a
+// full buffer costs the garbage collector nothing to scan.
 type Buffer struct {
 	epoch string
 
 	// addMu serializes Add, which encodes outside mu so that readers never
 	// wait for an encoding.
 	addMu sync.Mutex
-	// encoding is Add's scratch space, reused under addMu. An encoding
-	// grows its slice to up to twice its length; the buffer keeps an
-	// exact-size copy, so that the bytes it counts are the bytes it holds.
-	encoding []byte
+	// encoding and compressed are Add's scratch space, reused under
+	// addMu. The buffer keeps an exact-size copy of each compressed
+	// record, so that the bytes it counts are the bytes it holds.
+	encoding, compressed []byte
 
 	mu       sync.Mutex
 	ring     []Encoded
 	maxBytes int
-	bytes    int           // JSON bytes buffered
+	bytes    int           // compressed bytes buffered
 	first    uint64        // sequence of the oldest buffered record; last+1 when empty
 	last     uint64        // sequence of the newest record; 0 when empty
 	evicted  uint64        // records dropped before anyone could be sure to read them
 	changed  chan struct{} // closed and replaced on every Add
 }
 
-// Encoded is a buffered record: its sequence and its JSON encoding.
+// Encoded is a buffered record: its sequence and its JSON, compressed.
 type Encoded struct {
-	Seq  uint64
-	JSON []byte
+	Seq uint64
+	// Size is the length of its JSON.
+	Size       int
+	compressed []byte
+}
+
+// AppendJSON appends the record's JSON to dst.
+func (e Encoded) AppendJSON(dst []byte) ([]byte, error) {
+	n := len(dst)
+	dst = slices.Grow(dst, e.Size)
+	json, err := s2.Decode(dst[n:n+e.Size], e.compressed)
+	if err != nil || len(json) != e.Size {
+		return dst[:n], fmt.Errorf("decompressing record %d: %d bytes of %d, %v", e.Seq, len(json), e.Size, err)
+	}
+	return dst[:n+e.Size], nil
 }
 
 // NewBuffer returns a buffer holding at most size records and maxBytes of
-// their JSON.
+// them compressed.
 func NewBuffer(size, maxBytes int, epoch string) *Buffer {
 	if size < 1 {
 		size = 1
@@ -79,13 +98,21 @@ func (b *Buffer) Add(a *record.Attempt) error {
 		a.Seq = 0
 		return fmt.Errorf("encoding the record of attempt %d of pod %s/%s: %w", a.Attempt, a.Pod.Namespace, a.Pod.Name, err)
 	}
-	data := bytes.Clone(b.encoding)
+	size := s2.MaxEncodedLen(len(b.encoding))
+	if size < 0 {
+		a.Seq = 0
+		return fmt.Errorf("the record of attempt %d of pod %s/%s: %d bytes of JSON are too many to compress", a.Attempt, a.Pod.Namespace, a.Pod.Name, len(b.encoding))
+	}
+	if cap(b.compressed) < size {
+		b.compressed = make([]byte, size)
+	}
+	data := bytes.Clone(s2.Encode(b.compressed[:size], b.encoding))
 	b.mu.Lock()
 	b.last = seq
 	if b.lenLocked() > len(b.ring) {
 		b.evictOldestLocked()
 	}
-	b.ring[int(seq%uint64(len(b.ring)))] = Encoded{Seq: seq, JSON: data}
+	b.ring[int(seq%uint64(len(b.ring)))] = Encoded{Seq: seq, Size: len(b.encoding), compressed: data}
 	b.bytes += len(data)
 	for b.bytes > b.maxBytes && b.first < seq {
 		b.evictOldestLocked()
@@ -98,7 +125,7 @@ func (b *Buffer) Add(a *record.Attempt) error {
 
 func (b *Buffer) evictOldestLocked() {
 	i := int(b.first % uint64(len(b.ring)))
-	b.bytes -= len(b.ring[i].JSON)
+	b.bytes -= len(b.ring[i].compressed)
 	b.ring[i] = Encoded{}
 	b.first++
 	b.evicted++
@@ -106,7 +133,7 @@ func (b *Buffer) evictOldestLocked() {
 
 // BufferStats describes a Buffer's contents.
 type BufferStats struct {
-	// Records and Bytes are the buffered records and their JSON bytes.
+	// Records and Bytes are the buffered records and their compressed bytes.
 	Records int
 	Bytes   int
 	// Last is the newest sequence; Evicted counts the records dropped so far.
@@ -135,7 +162,6 @@ var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c
 // returns a channel closed once records after the returned ones exist
 // (already closed when maxBytes left some out), the oldest buffered
 // sequence, and ok=false when records after since were already evicted.
-// The encodings are shared: callers must not modify them.
 func (b *Buffer) After(since uint64, maxBytes int) (items []Encoded, changed <-chan struct{}, oldest uint64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -146,11 +172,11 @@ func (b *Buffer) After(since uint64, maxBytes int) (items []Encoded, changed <-c
 	size := 0
 	for seq := since + 1; seq <= b.last; seq++ {
 		it := b.ring[int(seq%uint64(len(b.ring)))]
-		if len(items) > 0 && size+len(it.JSON) > maxBytes {
+		if len(items) > 0 && size+it.Size > maxBytes {
 			return items, closed, oldest, true
 		}
 		items = append(items, it)
-		size += len(it.JSON)
+		size += it.Size
 	}
 	return items, b.changed, oldest, true
 }

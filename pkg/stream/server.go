@@ -117,24 +117,33 @@ func writeList(w io.Writer, head List, items []Encoded) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(b)
 	bw.WriteByte('[')
+	var record []byte
 	for i, it := range items {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(it.JSON)
+		if record, err = it.AppendJSON(record[:0]); err != nil {
+			return err
+		}
+		bw.Write(record)
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()
 }
 
-// writeAdded writes the ADDED event of an encoded record as one line.
-func writeAdded(w *bufio.Writer, it Encoded) error {
+// writeAdded writes the ADDED event of an encoded record as one line,
+// decompressing the record into scratch, which it returns for reuse.
+func writeAdded(w *bufio.Writer, it Encoded, scratch []byte) ([]byte, error) {
+	scratch, err := it.AppendJSON(scratch[:0])
+	if err != nil {
+		return scratch, err
+	}
 	w.WriteString(`{"type":"` + EventAdded + `","seq":`)
 	w.WriteString(strconv.FormatUint(it.Seq, 10))
 	w.WriteString(`,"object":`)
-	w.Write(it.JSON)
-	_, err := w.WriteString("}\n")
-	return err
+	w.Write(scratch)
+	_, err = w.WriteString("}\n")
+	return scratch, err
 }
 
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64) {
@@ -146,6 +155,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 	ticker := time.NewTicker(s.bookmark)
 	defer ticker.Stop()
 	started := false
+	var scratch []byte
 	for {
 		items, changed, oldest, ok := s.buf.After(since, s.answerBytes)
 		if !ok {
@@ -163,7 +173,8 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, since uint64
 		}
 		s.setWriteDeadline(w)
 		for _, it := range items {
-			if err := writeAdded(bw, it); err != nil {
+			var err error
+			if scratch, err = writeAdded(bw, it, scratch); err != nil {
 				return
 			}
 			since = it.Seq

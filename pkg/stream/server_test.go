@@ -41,7 +41,11 @@ func decoded(t *testing.T, items []Encoded) []*record.Attempt {
 	var out []*record.Attempt
 	for _, it := range items {
 		a := &record.Attempt{}
-		if err := json.Unmarshal(it.JSON, a); err != nil {
+		data, err := it.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, a); err != nil {
 			t.Fatal(err)
 		}
 		if a.Seq != it.Seq {
@@ -71,7 +75,7 @@ func TestBufferEvictsOldest(t *testing.T) {
 }
 
 // TestBufferBoundsBytes checks that the buffer drops its oldest records
-// once their JSON passes its byte bound, counts them, keeps the newest
+// once their compressed bytes pass its byte bound, counts them, keeps the newest
 // record even when it alone is larger, and keeps its count bound.
 func TestBufferBoundsBytes(t *testing.T) {
 	b := NewBuffer(100, 1, "e")
@@ -120,7 +124,7 @@ func TestBufferRefusesUnencodable(t *testing.T) {
 func TestBufferAfterBoundsBytes(t *testing.T) {
 	b := NewBuffer(10, DefaultBufferBytes, "e")
 	add(t, b, "a", "b", "c", "d")
-	one := len(b.ring[1].JSON)
+	one := b.ring[1].Size
 	tests := []struct {
 		name     string
 		maxBytes int
@@ -165,7 +169,7 @@ func TestAnswersAreByteBounded(t *testing.T) {
 	}
 	add(t, b, names...)
 	s := NewServer(b, time.Hour)
-	s.answerBytes = 3 * len(b.ring[1].JSON)
+	s.answerBytes = 3 * b.ring[1].Size
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 

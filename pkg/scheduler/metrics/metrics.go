@@ -389,7 +389,7 @@ func newPipelineCollector(s Sources) *pipelineCollector {
 	}
 	return &pipelineCollector{descs: []pipelineDesc{
 		desc("record_buffer_records", "Decision records held in the record stream's buffer.", metrics.GaugeValue, s.BufferedRecords),
-		desc("record_buffer_bytes", "Bytes of encoded decision records held in the record stream's buffer.", metrics.GaugeValue, s.BufferedBytes),
+		desc("record_buffer_bytes", "Bytes of decision records, compressed, held in the record stream's buffer.", metrics.GaugeValue, s.BufferedBytes),
 		desc("record_buffer_evicted_total", "Decision records dropped from the full record stream buffer (its count or its bytes); a reader that had not read them must relist.", metrics.CounterValue, s.EvictedRecords),
 		desc("record_dropped_total", "Scheduling attempts that never became decision records because the record queue was full.", metrics.CounterValue, s.DroppedRecords),
 		desc("record_stream_watchers", "Open watches of the record stream.", metrics.GaugeValue, s.StreamWatchers),
