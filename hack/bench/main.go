@@ -30,7 +30,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "_output/bench", "directory for the results")
 	flag.StringVar(&o.benchstat, "benchstat", "bin/benchstat", "the benchstat binary (make build-tools builds it)")
 	flag.IntVar(&o.count, "count", 6, "runs of each workload in each mode (benchstat gives a confidence interval from 6 on)")
-	flag.IntVar(&o.processCount, "process-count", 3, "runs of each workload in each mode with the scheduler in its own process")
+	flag.IntVar(&o.processCount, "process-count", 3, "runs of each workload in each mode with the scheduler in its own process (the 20000-node workload runs once)")
 	flag.StringVar(&o.profiles, "process-profiles", "", "a directory to save each scheduler process's heap and CPU profiles in, taken when half its measured pods are bound (the CPU profile's 10 seconds are in the run's CPU time); none if empty")
 	flag.StringVar(&o.only, "workload", "", "run only the workloads whose name contains this")
 	flag.StringVar(&o.parts, "parts", "perf,process,micro", "comma-separated parts to run: perf (scheduler_perf, in one process), process (the scheduler in its own process), micro (the micro-benchmarks)")

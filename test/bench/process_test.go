@@ -48,7 +48,8 @@ const (
 // upstream workload (-schedscope-workload-file, -schedscope-process-workload)
 // it builds the workload's cluster once on a real etcd and kube-apiserver,
 // then, for each run and mode in turn, creates the measured pods pending
-// and starts a fresh scheduler process with the default profile: plain
+// and starts a fresh scheduler process with the test case's scheduler
+// configuration and feature gates (else the default profile): plain
 // kube-scheduler; schedscope-scheduler with its sidecar following the
 // record stream into SQLite (recording); and the same tracing every attempt
 // to an OTLP receiver (tracing). The sidecar and the receiver run in their
@@ -92,9 +93,9 @@ func TestProcessCost(t *testing.T) {
 		for j := range modes {
 			mode := modes[(i+j)%len(modes)]
 			r := runProcess(t, cp, client, w, mode, fmt.Sprintf("%s-%d", mode, i+1))
-			t.Logf("%s %s run %d: %.1f pods/s, CPU %.2f ms a pod (%.2f s at startup), peak RSS %.0f MiB; attempts %.0f, records %d = stored %d + lost %d, dropped %.0f; traces %d (%d spans), spans lost %.0f, skipped %.0f; sidecar CPU %.2f s, peak RSS %.0f MiB; receiver CPU %.2f s; run %.0f s",
+			t.Logf("%s %s run %d: %.1f pods/s, CPU %.2f ms a pod (%.2f s at startup), peak RSS %.0f MiB; attempts %.0f, records %d = stored %d + lost %d, dropped %.0f; traces %d (%d spans), spans lost %.0f, skipped %.0f; batching %v; sidecar CPU %.2f s, peak RSS %.0f MiB; receiver CPU %.2f s; run %.0f s",
 				w.name, mode, i+1, r.Throughput, r.CPUSeconds*1000/float64(r.Pods), r.StartupCPUSeconds, float64(r.PeakRSSBytes)/(1<<20), r.Attempts,
-				r.Records, r.RecordsStored, r.RecordsLost, r.Dropped, r.Traces, r.Spans, r.SpansLost, r.TracesSkipped,
+				r.Records, r.RecordsStored, r.RecordsLost, r.Dropped, r.Traces, r.Spans, r.SpansLost, r.TracesSkipped, r.BatchAttempts,
 				r.SidecarCPUSeconds, float64(r.SidecarPeakRSSBytes)/(1<<20), r.SinkCPUSeconds, r.Seconds)
 			writeProcessRun(t, r)
 		}
@@ -111,7 +112,7 @@ func runProcess(t *testing.T, cp *framework.ControlPlane, client kubernetes.Inte
 	began := time.Now()
 	n := w.measured.count
 	r := processrun.Run{Mode: mode, Workload: w.name, Pods: n}
-	createPods(t, client, n, func(i int) *v1.Pod { return w.measured.make(fmt.Sprintf("%05d", i), measuredNamespace, "") })
+	createPods(t, client, n, func(i int) *v1.Pod { return w.measured.make(i, fmt.Sprintf("%05d", i), measuredNamespace, "") })
 	pods, err := framework.WatchPods(t.Context(), client, measuredNamespace)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +196,7 @@ func startProcesses(t *testing.T, cp *framework.ControlPlane, w *processWorkload
 		}
 		extra = append(extra, "--tracing-config-file="+config)
 	}
-	if p.sched, err = cp.StartScheduler(ctx, name, processModeBinaries[mode], framework.SchedulerConfig(defaultProfile), extra...); err != nil {
+	if p.sched, err = cp.StartScheduler(ctx, name, processModeBinaries[mode], w.schedulerConfig, extra...); err != nil {
 		p.stop()
 		t.Fatal(err)
 	}
@@ -318,6 +319,14 @@ func (p *processes) check(t *testing.T, r *processrun.Run) {
 	if want := float64(r.Pods); attempts["scheduled"] != want || r.Attempts != want {
 		t.Errorf("%s: attempts %v, want %d scheduled and no other", p.sched.Name, attempts, r.Pods)
 	}
+	for _, result := range []string{"hint_used", "hint_not_used", "no_hint"} {
+		if n := framework.Sum(families["scheduler_batch_attempts_total"], map[string]string{"profile": defaultProfile, "result": result}); n != 0 {
+			if r.BatchAttempts == nil {
+				r.BatchAttempts = map[string]float64{}
+			}
+			r.BatchAttempts[result] = n
+		}
+	}
 	if p.sidecar == nil {
 		return
 	}
@@ -407,7 +416,7 @@ func createInitPods(t *testing.T, client kubernetes.Interface, w *processWorkloa
 	for b, batch := range w.init {
 		offset := next
 		createPods(t, client, batch.count, func(i int) *v1.Pod {
-			return batch.make(fmt.Sprintf("%d-%05d", b, i), initNamespace, nodes[(offset+i)%len(nodes)])
+			return batch.make(i, fmt.Sprintf("%d-%05d", b, i), initNamespace, nodes[(offset+i)%len(nodes)])
 		})
 		next += batch.count
 	}
@@ -452,19 +461,20 @@ func createPods(t *testing.T, client kubernetes.Interface, n int, pod func(int) 
 // the same cluster.
 func deleteMeasured(t *testing.T, client kubernetes.Interface) {
 	t.Helper()
-	ctx := t.Context()
 	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
-	if err := client.CoreV1().Pods(measuredNamespace).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.EventsV1().Events(measuredNamespace).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Deleting 20000 pods takes the kube-apiserver longer than its request
+	// timeout: it goes on deleting after the call fails, and the call is
+	// repeated until none is left.
+	var lastErr error
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		lastErr = client.CoreV1().Pods(measuredNamespace).DeleteCollection(ctx, now, metav1.ListOptions{})
+		if lastErr == nil {
+			lastErr = client.EventsV1().Events(measuredNamespace).DeleteCollection(ctx, now, metav1.ListOptions{})
+		}
 		list, err := client.CoreV1().Pods(measuredNamespace).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(list.Items) == 0, nil
+		return lastErr == nil && err == nil && len(list.Items) == 0, nil
 	}); err != nil {
-		t.Fatalf("deleting the measured pods: %v", err)
+		t.Fatalf("deleting the measured pods and their events: %v (last: %v)", err, lastErr)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedscope/schedscope/test/framework"
 )
 
 // processWorkload is the cluster an upstream workload builds, read from its
@@ -31,12 +33,18 @@ type processWorkload struct {
 	measured   podBatch
 	// featureGates are the workload's, as --feature-gates.
 	featureGates string
+	// schedulerConfig is the KubeSchedulerConfiguration the schedulers
+	// run: the test case's, else the default profile's.
+	schedulerConfig string
 }
 
-// podBatch is count pods of one template.
+// podBatch is count pods of one template. With a signatureBatch, pod i is
+// labelled signature=signature-label-<i/signatureBatch>, as scheduler_perf
+// labels them, so that that many pods in a row share a batching signature.
 type podBatch struct {
-	pod   *v1.Pod
-	count int
+	pod            *v1.Pod
+	count          int
+	signatureBatch int
 }
 
 // upstreamTestCase is the part of a scheduler_perf test case the process
@@ -62,6 +70,8 @@ type upstreamOp struct {
 	Opcode                   string  `json:"opcode"`
 	Count                    int     `json:"count"`
 	CountParam               string  `json:"countParam"`
+	SignatureBatchSize       int     `json:"signatureBatchSize"`
+	SignatureBatchSizeParam  string  `json:"signatureBatchSizeParam"`
 	NodeTemplatePath         *string `json:"nodeTemplatePath"`
 	PodTemplatePath          *string `json:"podTemplatePath"`
 	CollectMetrics           bool    `json:"collectMetrics"`
@@ -91,8 +101,11 @@ func loadProcessWorkload(file, name string, params map[string]int) (*processWork
 		if tc.Name != caseName {
 			continue
 		}
+		schedulerConfig := framework.SchedulerConfig(defaultProfile)
 		if tc.SchedulerConfigPath != nil {
-			return nil, fmt.Errorf("%s: test case %s has its own scheduler configuration; the process benchmark runs the default profile", file, caseName)
+			if schedulerConfig, err = readSchedulerConfig(filepath.Join(dir, *tc.SchedulerConfigPath)); err != nil {
+				return nil, fmt.Errorf("%s: test case %s: %w", file, caseName, err)
+			}
 		}
 		for _, w := range tc.Workloads {
 			if w.Name != workloadName {
@@ -114,7 +127,7 @@ func loadProcessWorkload(file, name string, params map[string]int) (*processWork
 			for k, v := range w.FeatureGates {
 				gates[k] = v
 			}
-			pw := &processWorkload{name: name, featureGates: featureGateFlag(gates)}
+			pw := &processWorkload{name: name, featureGates: featureGateFlag(gates), schedulerConfig: schedulerConfig}
 			for i, raw := range tc.WorkloadTemplate {
 				if err := pw.addOp(dir, raw, tc.DefaultPodTemplatePath, values); err != nil {
 					return nil, fmt.Errorf("%s: %s operation %d: %w", file, caseName, i, err)
@@ -139,20 +152,20 @@ func (pw *processWorkload) addOp(dir string, raw map[string]any, defaultPod *str
 	if err := yaml.UnmarshalStrict(data, &op); err != nil {
 		return fmt.Errorf("not an operation the process benchmark knows: %w", err)
 	}
-	count := op.Count
-	if op.CountParam != "" {
-		n, ok := params[strings.TrimPrefix(op.CountParam, "$")]
-		if !ok {
-			return fmt.Errorf("no parameter %s", op.CountParam)
-		}
-		count = n
+	count, err := paramOr(op.Count, op.CountParam, params)
+	if err != nil {
+		return err
+	}
+	signatureBatch, err := paramOr(op.SignatureBatchSize, op.SignatureBatchSizeParam, params)
+	if err != nil {
+		return err
 	}
 	switch op.Opcode {
 	case "createNodes":
 		if pw.node != nil {
 			return fmt.Errorf("a second createNodes")
 		}
-		if op.PodTemplatePath != nil || op.CollectMetrics {
+		if op.PodTemplatePath != nil || op.CollectMetrics || signatureBatch != 0 {
 			return fmt.Errorf("createNodes with pod fields")
 		}
 		pw.node, pw.nodes = baseNode(), count
@@ -179,7 +192,7 @@ func (pw *processWorkload) addOp(dir string, raw map[string]any, defaultPod *str
 		if path == nil {
 			return fmt.Errorf("createPods without a pod template")
 		}
-		b := podBatch{pod: &v1.Pod{}, count: count}
+		b := podBatch{pod: &v1.Pod{}, count: count, signatureBatch: signatureBatch}
 		if err := readTemplate(filepath.Join(dir, *path), b.pod); err != nil {
 			return err
 		}
@@ -195,6 +208,49 @@ func (pw *processWorkload) addOp(dir string, raw map[string]any, defaultPod *str
 		return fmt.Errorf("opcode %q: the process benchmark knows createNodes and createPods", op.Opcode)
 	}
 	return nil
+}
+
+// paramOr is value, or the parameter param ("$name") names if not empty.
+func paramOr(value int, param string, params map[string]int) (int, error) {
+	if param == "" {
+		return value, nil
+	}
+	n, ok := params[strings.TrimPrefix(param, "$")]
+	if !ok {
+		return 0, fmt.Errorf("no parameter %s", param)
+	}
+	return n, nil
+}
+
+// readSchedulerConfig reads a test case's KubeSchedulerConfiguration for
+// the benchmark's schedulers: its profiles must all be the default
+// profile's, which the workloads' pods ask for, and leader election is
+// turned off, as in the default configuration.
+func readSchedulerConfig(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var config map[string]any
+	if err := yaml.Unmarshal(data, &config); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if config["kind"] != "KubeSchedulerConfiguration" {
+		return "", fmt.Errorf("%s: kind %v, want KubeSchedulerConfiguration", path, config["kind"])
+	}
+	if _, ok := config["clientConnection"]; ok {
+		return "", fmt.Errorf("%s: sets clientConnection, which the benchmark sets", path)
+	}
+	profiles, _ := config["profiles"].([]any)
+	for i, p := range profiles {
+		profile, _ := p.(map[string]any)
+		if name, ok := profile["schedulerName"]; ok && name != defaultProfile {
+			return "", fmt.Errorf("%s: profile %d is %v; the benchmark schedules the %s profile's pods", path, i, name, defaultProfile)
+		}
+	}
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	out, err := yaml.Marshal(config)
+	return string(out), err
 }
 
 func readTemplate(path string, obj any) error {
@@ -241,12 +297,18 @@ func (pw *processWorkload) makeNode(i int) *v1.Node {
 	return n
 }
 
-// make is a pod of the batch's template, named its generateName and
+// make is pod i of the batch's template, named its generateName and
 // suffix, in namespace ns, bound to node if not empty.
-func (b podBatch) make(suffix, ns, node string) *v1.Pod {
+func (b podBatch) make(i int, suffix, ns, node string) *v1.Pod {
 	p := b.pod.DeepCopy()
 	p.Name, p.GenerateName, p.Namespace = b.pod.GenerateName+suffix, "", ns
 	p.Spec.NodeName = node
+	if b.signatureBatch > 0 {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels["signature"] = fmt.Sprintf("signature-label-%d", i/b.signatureBatch)
+	}
 	return p
 }
 

@@ -29,6 +29,11 @@ type Run struct {
 	RecordsStored uint64  `json:"recordsStored"`
 	RecordsLost   uint64  `json:"recordsLost"`
 	Dropped       float64 `json:"dropped"`
+	// BatchAttempts is the scheduler's scheduler_batch_attempts_total by
+	// result (hint_used, hint_not_used, no_hint) where not zero: whether
+	// opportunistic batching reused a pod's hint, as plain kube-scheduler
+	// does with the same pods.
+	BatchAttempts map[string]float64 `json:"batchAttempts,omitempty"`
 	// Traces and Spans reached the OTLP receiver; SpansLost the scheduler
 	// dropped or failed to export, TracesSkipped it did not trace.
 	Traces        int64   `json:"traces"`
