@@ -36,11 +36,19 @@ var processWorkloads = []processWorkload{
 	{workload: workload{"batching/performance-config.yaml", "HostPortConflict/20000Nodes_20000Pods_100BatchSize"}, runs: 1},
 }
 
-// processSmoke checks the per-process harness in every mode on 50 nodes
-// and 100 measured pods, every attempt recorded, read and traced.
-var processSmoke = processWorkload{
-	workload: workload{"topology_spreading/performance-config.yaml", "TopologySpreading/5000Nodes"},
-	params:   "initNodes=50,initPods=50,measurePods=100",
+// processSmokes check the per-process harness in every mode on 50 nodes
+// and 100 measured pods, every attempt recorded, read and traced: with the
+// default profile, and with a test case's own scheduler configuration,
+// feature gates and signature labels.
+var processSmokes = []processWorkload{
+	{
+		workload: workload{"topology_spreading/performance-config.yaml", "TopologySpreading/5000Nodes"},
+		params:   "initNodes=50,initPods=50,measurePods=100",
+	},
+	{
+		workload: workload{"batching/performance-config.yaml", "HostPortConflict/20000Nodes_20000Pods_100BatchSize"},
+		params:   "initNodes=50,measurePods=50",
+	},
 }
 
 // benchmarkLine is the run in the Go benchmark format, one iteration, the
@@ -58,7 +66,7 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 	if err := command(ctx, raw, "go", "test", "-c", "-tags", "process", "-o", binary, "./test/bench"); err != nil {
 		return nil, fmt.Errorf("building the process benchmark: %w", err)
 	}
-	selected, count := []processWorkload{processSmoke}, 1
+	selected, count := processSmokes, 1
 	if !o.smoke {
 		selected, count = nil, o.processCount
 		for _, w := range processWorkloads {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // markerEnv is set in the environment of every process the stack starts
@@ -165,7 +166,7 @@ func (s *stack) port(preferred int) (int, error) {
 			return preferred, nil
 		}
 	}
-	return framework.FreePort()
+	return freeport.Get()
 }
 
 func (s *stack) start(ctx context.Context) error {

@@ -33,6 +33,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 var (
@@ -153,7 +154,7 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 			o.silent = silent
 			endpoint = silent.Addr
 		} else {
-			port, err := framework.FreePort()
+			port, err := freeport.Get()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // adminToken authenticates the tests and the schedulers as cluster admins.
@@ -174,16 +176,6 @@ func (p *Process) Tail() string {
 	return string(b)
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // ControlPlane is a running etcd and kube-apiserver.
 type ControlPlane struct {
 	Dir        string
@@ -210,11 +202,11 @@ func StartControlPlane(ctx context.Context, dir string) (*ControlPlane, error) {
 }
 
 func (cp *ControlPlane) startEtcd() error {
-	clientPort, err := FreePort()
+	clientPort, err := freeport.Get()
 	if err != nil {
 		return err
 	}
-	peerPort, err := FreePort()
+	peerPort, err := freeport.Get()
 	if err != nil {
 		return err
 	}
@@ -256,7 +248,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(cp.Dir, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"+ViewerToken+",viewer,viewer\n"), 0o600); err != nil {
 		return err
 	}
-	port, err := FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return err
 	}
@@ -401,7 +393,7 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +404,7 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context, name, binary, config
 	}
 	s := &Scheduler{HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port)}
 	if observedSchedulers[binary] && !hasFlag(extra, "--record-stream-address") {
-		streamPort, err := FreePort()
+		streamPort, err := freeport.Get()
 		if err != nil {
 			return nil, err
 		}

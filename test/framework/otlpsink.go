@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // OTLPSink is hack/otlpsink running in its own process: an OTLP receiver
@@ -28,11 +30,11 @@ type SinkStats struct {
 // StartOTLPSink starts bin/otlpsink on free loopback ports, its log in
 // dir/name.log, and waits until it answers.
 func StartOTLPSink(ctx context.Context, dir, name string) (*OTLPSink, error) {
-	port, err := FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}
-	statsPort, err := FreePort()
+	statsPort, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}

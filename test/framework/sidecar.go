@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // Sidecar is a running schedscope-sidecar.
@@ -24,7 +25,7 @@ type Sidecar struct {
 // into dir/name.db, authenticating and authorizing through the control
 // plane, and waits until it answers /healthz.
 func (cp *ControlPlane) StartSidecar(ctx context.Context, name string, sched *Scheduler, extra ...string) (*Sidecar, error) {
-	port, err := FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		return nil, err
 	}

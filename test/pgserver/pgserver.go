@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // User is the server's superuser.
@@ -73,7 +74,7 @@ func Start(ctx context.Context) (*Server, error) {
 			return nil, err
 		}
 	}
-	port, err := freePort()
+	port, err := freeport.Get()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -173,14 +174,4 @@ func (s *Server) CreateDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("creating database %s: %w", name, err)
 	}
 	return s.URL(name), nil
-}
-
-// freePort returns a loopback port nothing listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

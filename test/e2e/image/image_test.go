@@ -38,6 +38,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 const (
@@ -131,7 +132,7 @@ func TestImagesRunTheChart(t *testing.T) {
 	cp := framework.StartTestControlPlane(t)
 	ports := map[string]int{}
 	for _, p := range []string{"scheduler.securePort", "scheduler.recordStreamPort", "sidecar.securePort"} {
-		port, err := framework.FreePort()
+		port, err := freeport.Get()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 	"github.com/schedscope/schedscope/test/pgserver"
 )
 
@@ -55,7 +56,7 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 
 	ports := map[string]int{}
 	for _, p := range []string{"scheduler.securePort", "scheduler.recordStreamPort", "sidecar.securePort", "api-0", "api-1"} {
-		if ports[p], err = framework.FreePort(); err != nil {
+		if ports[p], err = freeport.Get(); err != nil {
 			t.Fatal(err)
 		}
 	}

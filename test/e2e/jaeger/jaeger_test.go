@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // jaegerProcess is a Jaeger started for a test, with its endpoints.
@@ -42,17 +42,14 @@ type jaegerProcess struct {
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		port, err := freeport.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		_ = l.Close()
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports
 }

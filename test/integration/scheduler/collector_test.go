@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // TestCollectorDown traces every attempt to a collector that is not there:
@@ -25,7 +26,7 @@ func TestCollectorDown(t *testing.T) {
 		profile = "collector-down"
 		pods    = 1000
 	)
-	closed, err := framework.FreePort()
+	closed, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestCollectorRestart(t *testing.T) {
 		profile = "collector-restart"
 		batch   = 200
 	)
-	port, err := framework.FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

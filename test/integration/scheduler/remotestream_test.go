@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
+	"github.com/schedscope/schedscope/test/freeport"
 )
 
 // TestRemoteRecordStream starts a scheduler whose record stream listens on
@@ -30,7 +31,7 @@ import (
 // the path /v1/records.
 func TestRemoteRecordStream(t *testing.T) {
 	const profile = "remote-stream-test"
-	port, err := framework.FreePort()
+	port, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

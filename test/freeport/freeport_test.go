@@ -1,0 +1,26 @@
+package freeport
+
+import (
+	"fmt"
+	"net"
+	"testing"
+)
+
+// TestGetIsFreeAndBelowTheEphemeralRange: a port Get returns can be
+// listened on, and lies below the kernel's ephemeral range.
+func TestGetIsFreeAndBelowTheEphemeralRange(t *testing.T) {
+	for range 20 {
+		port, err := Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < low || port > high {
+			t.Errorf("port %d is outside %d-%d", port, low, high)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("listening on the port Get returned: %v", err)
+		}
+		ln.Close()
+	}
+}
