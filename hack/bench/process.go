@@ -36,10 +36,10 @@ var processWorkloads = []processWorkload{
 	{workload: workload{"batching/performance-config.yaml", "HostPortConflict/20000Nodes_20000Pods_100BatchSize"}, runs: 1},
 }
 
-// processSmokes check the per-process harness in every mode on 50 nodes
-// and 100 measured pods, every attempt recorded, read and traced: with the
-// default profile, and with a test case's own scheduler configuration,
-// feature gates and signature labels.
+// processSmokes check the per-process harness in every mode on 50 nodes,
+// every attempt recorded, read and traced: with the default profile (100
+// measured pods), and with a test case's own scheduler configuration,
+// feature gates and signature labels (50 measured pods).
 var processSmokes = []processWorkload{
 	{
 		workload: workload{"topology_spreading/performance-config.yaml", "TopologySpreading/5000Nodes"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync"
 )
 
 // Ports are chosen below Linux's default ephemeral range (32768-60999),
@@ -17,18 +18,32 @@ const (
 	high = 32767
 )
 
+// given are the ports Get has returned in this process, so that the
+// servers one test starts at once never get the same port.
+var (
+	mu    sync.Mutex
+	given = map[int]bool{}
+)
+
 // Get returns a TCP port on 127.0.0.1 that was free a moment ago, chosen
-// at random below the ephemeral range.
+// at random below the ephemeral range, and not returned before in this
+// process.
 func Get() (int, error) {
+	mu.Lock()
+	defer mu.Unlock()
 	var lastErr error
 	for range 100 {
 		port := low + rand.IntN(high-low+1)
+		if given[port] {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			lastErr = err
 			continue
 		}
 		ln.Close()
+		given[port] = true
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free port in %d-%d after 100 tries: %w", low, high, lastErr)

@@ -7,13 +7,19 @@ import (
 )
 
 // TestGetIsFreeAndBelowTheEphemeralRange: a port Get returns can be
-// listened on, and lies below the kernel's ephemeral range.
+// listened on, lies below the kernel's ephemeral range, and is not one it
+// returned before.
 func TestGetIsFreeAndBelowTheEphemeralRange(t *testing.T) {
-	for range 20 {
+	seen := map[int]bool{}
+	for range 200 {
 		port, err := Get()
 		if err != nil {
 			t.Fatal(err)
 		}
+		if seen[port] {
+			t.Errorf("port %d returned twice", port)
+		}
+		seen[port] = true
 		if port < low || port > high {
 			t.Errorf("port %d is outside %d-%d", port, low, high)
 		}

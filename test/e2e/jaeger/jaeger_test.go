@@ -41,15 +41,13 @@ type jaegerProcess struct {
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	for len(ports) < n {
+	ports := make([]int, n)
+	for i := range ports {
 		port, err := freeport.Get()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(ports, port) {
-			ports = append(ports, port)
-		}
+		ports[i] = port
 	}
 	return ports
 }
