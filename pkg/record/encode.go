@@ -19,36 +19,118 @@ import (
 //	  "nodeNames": ["n1", "n2"], "totals": [300, 120],
 //	  "normalized": [[100, 50], [100, 20]], "raw": [null, [7, 3]]}
 //
-// That is less than half the bytes of the JSON of []NodeScore, written
-// directly: encoding/json would reach each value through reflection.
+// That is less than half the bytes of the JSON of []NodeScore. The node
+// lists (scores and Filter groups) are written directly, with the bytes
+// json.Marshal would write for them: encoding/json would reach each value
+// through reflection and copy the whole record once more.
 // Scores.UnmarshalJSON reads both forms.
 func Encode(a *Attempt) ([]byte, error) { return AppendEncode(nil, a) }
 
 // AppendEncode appends Encode's encoding of a to b: a caller that reuses b
 // does not grow a new slice for each record.
 func AppendEncode(b []byte, a *Attempt) ([]byte, error) {
-	if a.Scores == nil || len(a.Scores.Nodes) == 0 {
-		data, err := json.Marshal(a)
-		if err != nil {
-			return b, err
-		}
-		if b == nil {
-			return data, nil
-		}
-		return append(b, data...), nil
-	}
+	// The fields written directly are the last ones, in json.Marshal's
+	// order: they go where the head's closing brace was.
 	head := *a
-	head.Scores = nil
+	head.Filter, head.Scores, head.Details, head.DetailsCut = nil, nil, nil, 0
 	data, err := json.Marshal(&head)
 	if err != nil {
 		return b, err
 	}
-	b = slices.Grow(b, len(data)+a.Scores.encodedSizeHint())
-	// Scores is the last field: it goes where the closing brace was.
+	var tail []byte
+	if a.Scores != nil && len(a.Scores.Nodes) == 0 {
+		if tail, err = json.Marshal(a.Scores); err != nil {
+			return b, err
+		}
+	}
+	var details []byte
+	if len(a.Details) > 0 {
+		if details, err = json.Marshal(a.Details); err != nil {
+			return b, err
+		}
+	}
+	size := len(data) + len(tail) + len(details) + 64
+	for _, g := range a.Filter {
+		size += 128
+		if len(g.Nodes) > 0 {
+			size += len(g.Nodes) * (3 + len(g.Nodes[0]))
+		}
+	}
+	if a.Scores != nil && len(a.Scores.Nodes) > 0 {
+		size += a.Scores.encodedSizeHint()
+	}
+	b = slices.Grow(b, size)
 	b = append(b, data[:len(data)-1]...)
-	b = append(b, `,"scores":`...)
-	b = a.Scores.appendColumns(b)
+	if len(a.Filter) > 0 {
+		b = append(b, `,"filter":`...)
+		b = appendFilter(b, a.Filter)
+	}
+	if a.Scores != nil {
+		b = append(b, `,"scores":`...)
+		if tail != nil {
+			b = append(b, tail...)
+		} else {
+			b = a.Scores.appendColumns(b)
+		}
+	}
+	if details != nil {
+		b = append(b, `,"details":`...)
+		b = append(b, details...)
+	}
+	if a.DetailsCut != 0 {
+		b = append(b, `,"detailsCut":`...)
+		b = strconv.AppendInt(b, int64(a.DetailsCut), 10)
+	}
 	return append(b, '}'), nil
+}
+
+// appendFilter writes the verdict groups as json.Marshal does.
+func appendFilter(b []byte, groups []VerdictGroup) []byte {
+	b = append(b, '[')
+	for i := range groups {
+		g := &groups[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"verdict":`...)
+		b = appendString(b, g.Verdict)
+		if g.Plugin != "" {
+			b = append(b, `,"plugin":`...)
+			b = appendString(b, g.Plugin)
+		}
+		if g.Code != "" {
+			b = append(b, `,"code":`...)
+			b = appendString(b, g.Code)
+		}
+		if len(g.Reasons) > 0 {
+			b = append(b, `,"reasons":`...)
+			b = appendStrings(b, g.Reasons)
+		}
+		if g.NotEvaluatedReason != "" {
+			b = append(b, `,"notEvaluatedReason":`...)
+			b = appendString(b, g.NotEvaluatedReason)
+		}
+		b = append(b, `,"count":`...)
+		b = strconv.AppendInt(b, int64(g.Count), 10)
+		if len(g.Nodes) > 0 {
+			b = append(b, `,"nodes":`...)
+			b = appendStrings(b, g.Nodes)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendStrings writes a JSON list of strings.
+func appendStrings(b []byte, list []string) []byte {
+	b = append(b, '[')
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
 }
 
 // encodedSizeHint is about the length of the columns' JSON, so that they

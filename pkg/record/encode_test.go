@@ -95,6 +95,51 @@ func TestEncodeRoundTrips(t *testing.T) {
 	}
 }
 
+// TestEncodeWritesJSONMarshalBytes checks that everything but the score
+// columns, the Filter groups and details among it, is json.Marshal's
+// bytes, escapes included.
+func TestEncodeWritesJSONMarshalBytes(t *testing.T) {
+	start := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	base := Attempt{
+		Seq: 3, Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 1,
+		Result: ResultUnschedulable, Message: "0/4 nodes are available", FailedPoint: Filter,
+		Timing: Timing{Queued: start, Started: start.Add(time.Millisecond), Finished: start.Add(2 * time.Millisecond)},
+		Nodes:  NodeCounts{Total: 6, Evaluated: 4},
+	}
+	filter := []VerdictGroup{
+		{Verdict: VerdictPassed, Count: 1, Nodes: []string{"node-1"}},
+		{Verdict: VerdictRejected, Plugin: "TaintToleration", Code: CodeUnschedulableAndUnresolvable, Reasons: []string{"node(s) had untolerated taint(s) <&>", `"quoted"`}, Count: 2, Nodes: []string{"node-2", "ünïcode\t\x00"}},
+		{Verdict: VerdictRejected, Plugin: "NodePorts", Code: CodeUnschedulable, Reasons: []string{}, Count: 1, Nodes: []string{"tab\there\u2028 bad \xff"}},
+		{Verdict: VerdictNotEvaluated, NotEvaluatedReason: NotEvaluatedEnoughFeasible, Count: 2, Nodes: []string{}},
+	}
+	tests := map[string]func(a *Attempt){
+		"bare":            func(*Attempt) {},
+		"filter":          func(a *Attempt) { a.Filter = filter },
+		"skipped scoring": func(a *Attempt) { a.Filter, a.Scores = filter, &Scores{SkippedReason: ScoringSkippedSingleNode} },
+		"details": func(a *Attempt) {
+			a.Filter, a.Details, a.DetailsCut = filter[1:2], []PluginDetail{{Plugin: "P", Node: "node-2", Detail: "<why>"}}, 3
+		},
+		"empty lists": func(a *Attempt) { a.Filter, a.Details, a.Scores = []VerdictGroup{}, []PluginDetail{}, &Scores{} },
+	}
+	for name, set := range tests {
+		t.Run(name, func(t *testing.T) {
+			a := base
+			set(&a)
+			got, err := Encode(&a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(&a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("Encode wrote\n%s\njson.Marshal\n%s", got, want)
+			}
+		})
+	}
+}
+
 func TestEncodeWritesColumns(t *testing.T) {
 	a := &Attempt{Scores: &Scores{
 		Plugins: []ScorePlugin{{Name: "NodeResourcesFit", Weight: 1}, {Name: "TaintToleration", Weight: 3}},

@@ -41,6 +41,9 @@ type attempt struct {
 	details        []record.PluginDetail
 	detailsCut     int
 
+	// arrays hold the record's largest slices once build has run.
+	arrays *recordArrays
+
 	// Filter verdicts: one slot per node the framework filtered.
 	nodes     *nodeSet
 	verdicts  []verdict
@@ -110,14 +113,57 @@ func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started ti
 	}
 }
 
-// release returns the attempt's reusable buffers.
+// release returns the attempt's reusable buffers, its record's arrays
+// among them: the record must not be read after.
 func (a *attempt) release() {
+	if a.arrays != nil {
+		a.arrays.release()
+		a.arrays = nil
+	}
 	if a.verdicts == nil {
 		return
 	}
 	clear(a.verdicts)
 	verdictPool.Put(a.verdicts[:0]) //nolint:staticcheck // a slice header is small enough
 	a.verdicts = nil
+}
+
+// recordArrays are the largest slices of a record: its scored nodes, their
+// values and the names of its Filter groups, most of what a 5000-node
+// attempt's record allocates. They are reused from record to record, as a
+// record's readers (the Sink, the Tracer, OnRecord) do not keep it past
+// their call.
+type recordArrays struct {
+	scores []record.NodeScore
+	values []int64
+	names  []string
+}
+
+var arraysPool = sync.Pool{New: func() any { return &recordArrays{} }}
+
+// resize returns s with length n, zeroed, reusing its array when it has room.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// recordArrays returns the attempt's record arrays, taken from the pool
+// the first time.
+func (a *attempt) recordArrays() *recordArrays {
+	if a.arrays == nil {
+		a.arrays = arraysPool.Get().(*recordArrays)
+	}
+	return a.arrays
+}
+
+func (r *recordArrays) release() {
+	clear(r.scores)
+	clear(r.names)
+	arraysPool.Put(r)
 }
 
 // Per-node calls (Filter and Score) are timed for the first exactCalls
@@ -350,7 +396,9 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 	// Groups are output in the order of their first node by name, then
 	// ordered by rank.
 	out := make([]record.VerdictGroup, 0, len(g.list)+2)
-	names := make([]string, counts.Evaluated)
+	arrays := a.recordArrays()
+	arrays.names = resize(arrays.names, counts.Evaluated)
+	names := arrays.names
 	notEvaluated := a.notEvaluatedReason()
 	narrowed := notEvaluated == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes()
 	notEvaluatedGroup, outsidePreFilterResult := -1, -1
@@ -527,11 +575,14 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 		}
 		return strings.Compare(a.scores[x.at].Name, a.scores[y.at].Name)
 	})
-	out := &record.Scores{Plugins: plugins, Nodes: make([]record.NodeScore, len(a.scores))}
 	// One backing array for every node's raw, normalized and weighted
 	// scores: a 5000-node attempt scores hundreds of nodes.
 	p := len(plugins)
-	values := make([]int64, 3*p*len(a.scores))
+	arrays := a.recordArrays()
+	arrays.scores = resize(arrays.scores, len(a.scores))
+	arrays.values = resize(arrays.values, 3*p*len(a.scores))
+	out := &record.Scores{Plugins: plugins, Nodes: arrays.scores}
+	values := arrays.values
 	for k, key := range order {
 		ns := &a.scores[key.at]
 		v := values[3*p*k : 3*p*(k+1)]

@@ -16,7 +16,9 @@ import (
 
 // Sink receives every finished record, in the order records are finished.
 type Sink interface {
-	// Add takes a record; a record it refuses is counted as dropped.
+	// Add takes a record; a record it refuses is counted as dropped. The
+	// record's slices are reused once Add returns: a Sink copies what it
+	// keeps.
 	Add(*record.Attempt) error
 }
 
@@ -34,14 +36,16 @@ type Options struct {
 	// Tracer, if set, traces every record before it reaches Sink; the trace
 	// ID it returns is stored in the record.
 	Tracer Tracer
-	// OnRecord, if set, is called with every record before it reaches Sink.
+	// OnRecord, if set, is called with every record before it reaches Sink;
+	// like the Sink and the Tracer, it must not keep the record.
 	OnRecord func(*record.Attempt)
 }
 
 // Tracer turns a finished attempt into a trace.
 type Tracer interface {
 	// Trace exports the spans of rec, an attempt of pod, and returns the
-	// trace ID, or "" when the attempt is not sampled. It must not block.
+	// trace ID, or "" when the attempt is not sampled. It must not block,
+	// nor keep rec.
 	Trace(pod *v1.Pod, rec *record.Attempt) string
 }
 
@@ -110,8 +114,8 @@ func (r *Recorder) publish(a *attempt) {
 			klog.ErrorS(nil, "Dropped a decision record that could not be built", "pod", klog.KObj(a.pod), "panic", p)
 		}
 	}()
+	defer a.release()
 	rec := a.build()
-	a.release()
 	if r.opts.Tracer != nil {
 		rec.TraceID = r.opts.Tracer.Trace(a.pod, rec)
 	}
