@@ -71,6 +71,11 @@ func TestProcessCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if *profiles != "" {
+		if err := os.MkdirAll(*profiles, 0o755); err != nil {
+			t.Fatalf("-schedscope-process-profiles: %v", err)
+		}
+	}
 	modes := strings.Split(*processModes, ",")
 	for _, m := range modes {
 		if _, ok := processModeBinaries[m]; !ok {
