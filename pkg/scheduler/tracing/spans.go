@@ -41,15 +41,18 @@ func buildTrace(ctx context.Context, tracer trace.Tracer, rec *record.Attempt, l
 	if end.Before(start) {
 		end = start
 	}
+	// The sampler decides on the result and the latency alone; the other
+	// attributes are built only for a span that records.
 	ctx, root := tracer.Start(ctx, SpanAttempt,
 		trace.WithTimestamp(start),
 		trace.WithLinks(links...),
-		trace.WithAttributes(rootAttributes(rec)...),
+		trace.WithAttributes(samplingAttributes(rec)...),
 	)
 	defer root.End(trace.WithTimestamp(end))
 	if !root.IsRecording() {
 		return root.SpanContext()
 	}
+	root.SetAttributes(rootAttributes(rec)...)
 	if rec.Result != record.ResultScheduled {
 		root.SetStatus(codes.Error, cut(rec.Message))
 	}
@@ -115,25 +118,29 @@ func buildTrace(ctx context.Context, tracer trace.Tracer, rec *record.Attempt, l
 	return root.SpanContext()
 }
 
-// rootAttributes describes the attempt. ResultKey and LatencyKey are read
-// by the sampler.
-func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
+// samplingAttributes are the root span's attributes the sampler reads.
+func samplingAttributes(rec *record.Attempt) []attribute.KeyValue {
 	latency := time.Duration(0)
 	if !rec.Timing.Started.IsZero() && rec.Timing.Finished.After(rec.Timing.Started) {
 		latency = rec.Timing.Finished.Sub(rec.Timing.Started)
 	}
-	attrs := []attribute.KeyValue{
+	return []attribute.KeyValue{ResultKey.String(string(rec.Result)), LatencyKey.Float64(latency.Seconds())}
+}
+
+// rootAttributes describe the attempt, beside samplingAttributes.
+func rootAttributes(rec *record.Attempt) []attribute.KeyValue {
+	// Room for every attribute below: growing the list would copy it.
+	attrs := make([]attribute.KeyValue, 0, 18)
+	attrs = append(attrs,
 		stringAttr(semconv.K8SPodNameKey, rec.Pod.Name),
 		stringAttr(semconv.K8SNamespaceNameKey, rec.Pod.Namespace),
 		stringAttr(semconv.K8SPodUIDKey, rec.Pod.UID),
 		stringAttr(ProfileKey, rec.Profile),
 		AttemptKey.Int(rec.Attempt),
-		ResultKey.String(string(rec.Result)),
-		LatencyKey.Float64(latency.Seconds()),
 		NodesTotalKey.Int(rec.Nodes.Total),
 		NodesEvaluatedKey.Int(rec.Nodes.Evaluated),
 		NodesFeasibleKey.Int(rec.Nodes.Feasible),
-	}
+	)
 	if rec.SelectedNode != "" {
 		attrs = append(attrs, stringAttr(semconv.K8SNodeNameKey, rec.SelectedNode))
 	}
