@@ -44,10 +44,11 @@ type attempt struct {
 	// arrays hold the record's largest slices once build has run.
 	arrays *recordArrays
 
-	// Filter verdicts: one slot per node the framework filtered.
-	nodes     *nodeSet
-	verdicts  []verdict
-	nVerdicts atomic.Int32
+	// Filter verdicts: verdicts[i] is the last status Filter returned for
+	// the snapshot's node i, passed for success, nil if it was not
+	// filtered. Parallel Filter workers write distinct slots.
+	nodes    *nodeSet
+	verdicts []*fwk.Status
 
 	filterStart     time.Time // zero until PreFilter succeeds, and again once Filter is recorded
 	preFilterStatus *fwk.Status
@@ -65,10 +66,8 @@ type attempt struct {
 	bindCall      time.Duration
 }
 
-type verdict struct {
-	node   string
-	status *fwk.Status // nil: passed
-}
+// passed is the verdict slot of a node every filter accepted.
+var passed = fwk.NewStatus(fwk.Success)
 
 type pluginStatus struct {
 	plugin int
@@ -92,14 +91,13 @@ func attemptFrom(state fwk.CycleState) *attempt {
 	return a
 }
 
-var verdictPool = sync.Pool{New: func() any { return []verdict(nil) }}
+var verdictPool = sync.Pool{New: func() any { return []*fwk.Status(nil) }}
 
 func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started time.Time, nodes *nodeSet) *attempt {
 	n := table.numPlugins() * int(numPoints)
-	verdicts := verdictPool.Get().([]verdict)
-	// The nominated node may be filtered twice: first alone, then with all nodes.
-	if need := len(nodes.names) + 1; cap(verdicts) < need {
-		verdicts = make([]verdict, need)
+	verdicts := verdictPool.Get().([]*fwk.Status)
+	if cap(verdicts) < len(nodes.names) {
+		verdicts = make([]*fwk.Status, len(nodes.names))
 	}
 	return &attempt{
 		table:    table,
@@ -109,7 +107,7 @@ func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started ti
 		started:  started,
 		clocks:   make([]pluginClock, n),
 		nodes:    nodes,
-		verdicts: verdicts[:cap(verdicts)],
+		verdicts: verdicts[:len(nodes.names)],
 	}
 }
 
@@ -124,7 +122,7 @@ func (a *attempt) release() {
 		return
 	}
 	clear(a.verdicts)
-	verdictPool.Put(a.verdicts[:0]) //nolint:staticcheck // a slice header is small enough
+	verdictPool.Put(a.verdicts) //nolint:staticcheck // a slice header is small enough
 	a.verdicts = nil
 }
 
@@ -265,17 +263,19 @@ func (a *attempt) endFilter(feasible bool) {
 	a.filterStart = time.Time{}
 }
 
-// addVerdict records the Filter verdict of one node; it is called from the
-// framework's parallel Filter workers.
+// addVerdict records the Filter verdict of one node of the snapshot, in
+// its own slot: it is called from the framework's parallel Filter workers.
+// A later verdict for the same node (the nominated node, filtered again
+// with all nodes) replaces the earlier.
 func (a *attempt) addVerdict(node string, s *fwk.Status) {
-	i := int(a.nVerdicts.Add(1)) - 1
-	if i >= len(a.verdicts) {
+	i, ok := a.nodes.find(node)
+	if !ok || int(i) >= len(a.verdicts) {
 		return
 	}
 	if s.IsSuccess() {
-		s = nil
+		s = passed
 	}
-	a.verdicts[i] = verdict{node: node, status: s}
+	a.verdicts[i] = s
 }
 
 func (a *attempt) addVictim(p *v1.Pod) {
@@ -364,31 +364,27 @@ func (a *attempt) pluginRuns() []record.PluginRun {
 // filterVerdicts groups every node of the snapshot by its Filter verdict,
 // each group's nodes sorted by name. It runs for every attempt on the
 // background worker, which shares the machine with the scheduler, so it
-// finds each verdict's node once, walks the snapshot's nodes in their
-// cached name order instead of sorting, builds no string per node, and
-// puts the names of every group in one array of the exact size.
+// walks the snapshot's nodes in their cached name order instead of
+// sorting, builds no string per node, and puts the names of every group
+// in one array of the exact size.
 func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 	nodes := a.nodes
 	counts := record.NodeCounts{Total: len(nodes.names)}
-	n := min(int(a.nVerdicts.Load()), len(a.verdicts))
 	sc := getScratch(len(nodes.names))
 	defer putScratch(sc)
 	// groupOf[i] is 1 + the group of the snapshot's node i, 0 if it was not
-	// evaluated. A later verdict for the same node (the nominated node,
-	// filtered again with all nodes) wins.
+	// evaluated.
 	groupOf := sc.groupOf
 	g := verdictGroups{passed: -1, last: -1}
-	for _, v := range a.verdicts[:n] {
-		i, ok := nodes.find(v.node)
-		if !ok {
+	for i, s := range a.verdicts {
+		if s == nil {
 			continue
 		}
-		if prev := groupOf[i]; prev != 0 {
-			g.list[prev-1].count--
-		} else {
-			counts.Evaluated++
+		if s == passed {
+			s = nil
 		}
-		j := g.of(v.status)
+		counts.Evaluated++
+		j := g.of(s)
 		g.list[j].count++
 		groupOf[i] = int32(j) + 1
 	}
@@ -399,7 +395,7 @@ func (a *attempt) filterVerdicts() ([]record.VerdictGroup, record.NodeCounts) {
 	arrays := a.recordArrays()
 	arrays.names = resize(arrays.names, counts.Evaluated)
 	names := arrays.names
-	notEvaluated := a.notEvaluatedReason()
+	notEvaluated := a.notEvaluatedReason(counts.Evaluated)
 	narrowed := notEvaluated == record.NotEvaluatedEnoughFeasible && a.preFilterResult != nil && !a.preFilterResult.AllNodes()
 	notEvaluatedGroup, outsidePreFilterResult := -1, -1
 	for _, i := range nodes.sorted {
@@ -526,11 +522,13 @@ func putScratch(sc *buildScratch) {
 	scratchPool.Put(sc)
 }
 
-func (a *attempt) notEvaluatedReason() string {
+// notEvaluatedReason says why the nodes without a verdict were not
+// filtered, evaluated nodes having one.
+func (a *attempt) notEvaluatedReason(evaluated int) string {
 	switch {
 	case a.preFilterStatus != nil && !a.preFilterStatus.IsSuccess():
 		return record.NotEvaluatedPreFilterRejected
-	case a.pod.Status.NominatedNodeName != "" && a.feasible == 1 && int(a.nVerdicts.Load()) == 1:
+	case a.pod.Status.NominatedNodeName != "" && a.feasible == 1 && evaluated == 1:
 		return record.NotEvaluatedNominatedNodeFit
 	}
 	return record.NotEvaluatedEnoughFeasible
