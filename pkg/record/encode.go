@@ -312,12 +312,22 @@ func (w *scoresJSON) checkColumns() error {
 	return nil
 }
 
+// escaped marks the bytes json.Marshal does not copy as they are: control
+// characters, non-ASCII bytes, '"', '\\', and '<', '>' and '&', which it
+// escapes for HTML.
+var escaped = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+	}
+	return t
+}()
+
 // appendString writes s quoted. Node and plugin names are printable ASCII
 // that needs no escape and are copied as they are; anything else is left to
-// encoding/json, with its escapes (it also escapes <, > and &).
+// encoding/json, with its escapes.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if escaped[s[i]] {
 			quoted, _ := json.Marshal(s) // a string always encodes
 			return append(b, quoted...)
 		}
