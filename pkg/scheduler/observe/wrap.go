@@ -166,16 +166,20 @@ func (o *observed) timed(state fwk.CycleState, p point, start time.Time) *attemp
 	return a
 }
 
-// perNodeClock returns the clock for a per-node call, Filter or Score, if
-// this call is to be timed. These run for every node, in parallel, inside
-// the scheduling algorithm, so the attempt comes from the profile's current
-// one rather than a CycleState lookup.
-func (o *observed) perNodeClock(p point) *pluginClock {
+// perNodeClock returns the clock shard for a per-node call, Filter or
+// Score, if this call is to be timed. These run for every node, in
+// parallel, inside the scheduling algorithm, so the attempt comes from the
+// profile's current one rather than a CycleState lookup.
+func (o *observed) perNodeClock(p point, nodeInfo fwk.NodeInfo) *pluginClock {
 	a := o.table.current.Load()
 	if a == nil {
 		return nil
 	}
-	if c := a.clock(o.index, p); c != nil && c.sample() {
+	var name string
+	if nodeInfo != nil && nodeInfo.Node() != nil {
+		name = nodeInfo.Node().Name
+	}
+	if c := a.nodeClock(o.index, p, name); c != nil && c.sample() {
 		return c
 	}
 	return nil
@@ -213,7 +217,7 @@ type filterPlugin struct {
 }
 
 func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	c := w.o.perNodeClock(pointFilter)
+	c := w.o.perNodeClock(pointFilter, nodeInfo)
 	if c == nil {
 		return w.explained(ctx, state, p, nodeInfo, w.FilterPlugin.Filter(ctx, state, p, nodeInfo))
 	}
@@ -267,7 +271,7 @@ type scorePlugin struct {
 }
 
 func (w scorePlugin) Score(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c := w.o.perNodeClock(pointScore)
+	c := w.o.perNodeClock(pointScore, nodeInfo)
 	if c == nil {
 		return w.ScorePlugin.Score(ctx, state, p, nodeInfo)
 	}
