@@ -185,10 +185,9 @@ type PluginRun struct {
 	Duration time.Duration `json:"duration"`
 	// Calls counts the calls: one per node for Filter and Score.
 	Calls int64 `json:"calls"`
-	// Timed counts the calls that were timed. Filter and Score time about
-	// one call of a plugin in 8, and its first few (the first 4 in each of
-	// the 4 shards its nodes are spread over), and Duration is scaled to
-	// all calls; other points time every call.
+	// Timed counts the calls that were timed. Filter and Score time the
+	// first 16 calls of a plugin and every 8th after, and Duration is
+	// scaled to all calls; other points time every call.
 	Timed int64 `json:"timed"`
 	// Code is the status the plugin returned, for points called once per
 	// attempt (empty for Filter and Score).

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -33,9 +32,6 @@ type attempt struct {
 
 	// Per plugin and point: calls and their time.
 	clocks []pluginClock
-	// Per plugin and per-node point, Filter's and Score's calls in shards,
-	// until the scheduling algorithm returns and they are added to clocks.
-	nodeClocks []nodeClock
 
 	mu             sync.Mutex // guards the lists below (NormalizeScore runs in parallel)
 	points         []record.PointRun
@@ -97,24 +93,21 @@ func attemptFrom(state fwk.CycleState) *attempt {
 
 var verdictPool = sync.Pool{New: func() any { return []*fwk.Status(nil) }}
 
-var nodeClockPool = sync.Pool{New: func() any { return []nodeClock(nil) }}
-
 func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started time.Time, nodes *nodeSet) *attempt {
-	plugins := table.numPlugins()
+	n := table.numPlugins() * int(numPoints)
 	verdicts := verdictPool.Get().([]*fwk.Status)
 	if cap(verdicts) < len(nodes.names) {
 		verdicts = make([]*fwk.Status, len(nodes.names))
 	}
 	return &attempt{
-		table:      table,
-		pod:        pod,
-		number:     number,
-		queued:     queued,
-		started:    started,
-		clocks:     make([]pluginClock, plugins*int(numPoints)),
-		nodeClocks: resize(nodeClockPool.Get().([]nodeClock), plugins*perNodePoints),
-		nodes:      nodes,
-		verdicts:   verdicts[:len(nodes.names)],
+		table:    table,
+		pod:      pod,
+		number:   number,
+		queued:   queued,
+		started:  started,
+		clocks:   make([]pluginClock, n),
+		nodes:    nodes,
+		verdicts: verdicts[:len(nodes.names)],
 	}
 }
 
@@ -124,10 +117,6 @@ func (a *attempt) release() {
 	if a.arrays != nil {
 		a.arrays.release()
 		a.arrays = nil
-	}
-	if a.nodeClocks != nil {
-		nodeClockPool.Put(a.nodeClocks)
-		a.nodeClocks = nil
 	}
 	if a.verdicts == nil {
 		return
@@ -176,73 +165,13 @@ func (r *recordArrays) release() {
 }
 
 // Per-node calls (Filter and Score) are timed for the first exactCalls
-// calls of each shard of a plugin's clock in an attempt and for every
-// sampleEvery-th call after; reading the clock twice per node and plugin
-// would cost more than the rest of the recording. The total is scaled to
-// all calls.
+// calls of a plugin in an attempt and for every sampleEvery-th call after;
+// reading the clock twice per node and plugin would cost more than the
+// rest of the recording. The total is scaled to all calls.
 const (
-	exactCalls  = 4
+	exactCalls  = 16
 	sampleEvery = 8
 )
-
-// perNodePoints are the points called once per node: Filter and Score.
-const perNodePoints = 2
-
-// clockShardBits sets the number of shards of a per-node clock.
-const (
-	clockShardBits = 2
-	clockShards    = 1 << clockShardBits
-)
-
-// nodeClock is one plugin's clock at a per-node point, in shards of about
-// a cache line each: the framework's parallel workers call the same plugin
-// at once, and one counter they all added to would move between their
-// cores at every call. A node's calls go to the shard of its name.
-type nodeClock [clockShards]struct {
-	pluginClock
-	_ [64 - unsafe.Sizeof(pluginClock{})]byte
-}
-
-// nodeClock returns the shard of node of a plugin's clock at a per-node
-// point, or nil outside the scheduling algorithm or for a plugin
-// registered after the attempt started.
-func (a *attempt) nodeClock(plugin int, p point, node string) *pluginClock {
-	i := perNodePoints * plugin
-	if p == pointScore {
-		i++
-	}
-	if i >= len(a.nodeClocks) {
-		return nil
-	}
-	// The address of the name's bytes, hashed (Fibonacci hashing).
-	shard := uint64(uintptr(unsafe.Pointer(unsafe.StringData(node)))) * 0x9e3779b97f4a7c15 >> (64 - clockShardBits)
-	return &a.nodeClocks[i][shard].pluginClock
-}
-
-// foldNodeClocks adds the shards of the per-node clocks to clocks, once
-// the scheduling algorithm, which makes every per-node call, has returned.
-func (a *attempt) foldNodeClocks() {
-	for i := range a.nodeClocks {
-		p := pointFilter
-		if i%perNodePoints == 1 {
-			p = pointScore
-		}
-		c := a.clock(i/perNodePoints, p)
-		if c == nil {
-			continue
-		}
-		for k := range a.nodeClocks[i] {
-			shard := &a.nodeClocks[i][k].pluginClock
-			c.calls.Add(shard.calls.Load())
-			c.timed.Add(shard.timed.Load())
-			c.nanos.Add(shard.nanos.Load())
-		}
-	}
-	if a.nodeClocks != nil {
-		nodeClockPool.Put(a.nodeClocks)
-		a.nodeClocks = nil
-	}
-}
 
 // pluginClock counts one plugin's calls at one point and their time.
 type pluginClock struct {
@@ -261,7 +190,7 @@ func (a *attempt) clock(plugin int, p point) *pluginClock {
 	return &a.clocks[i]
 }
 
-// sample counts a per-node call in a shard and tells whether to time it.
+// sample counts a per-node call and tells whether to time it.
 func (c *pluginClock) sample() bool {
 	n := c.calls.Add(1)
 	return n <= exactCalls || n%sampleEvery == 0
@@ -359,7 +288,6 @@ func (a *attempt) addVictim(p *v1.Pod) {
 func (a *attempt) build() *record.Attempt {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.foldNodeClocks()
 	rec := &record.Attempt{
 		Pod:           record.PodRef{Namespace: a.pod.Namespace, Name: a.pod.Name, UID: string(a.pod.UID)},
 		Profile:       a.table.name,

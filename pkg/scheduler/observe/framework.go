@@ -40,7 +40,6 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 		a.table.current.Store(a)
 		result, err := schedulePod(ctx, f, state, podInfo)
 		a.table.current.Store(nil)
-		a.foldNodeClocks()
 		a.explainAttempt(ctx, state)
 		a.endFilter(err == nil)
 		a.selectedNode = result.SuggestedHost

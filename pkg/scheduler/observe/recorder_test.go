@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,46 +34,6 @@ func benchmarkAttempt(b *testing.B, nodes int) (fwk.CycleState, *attempt, fwk.Fi
 	state.Write(stateKey, a)
 	a.table.current.Store(a)
 	return state, a, w, infos
-}
-
-// TestPerNodeCallsCountedAcrossShards: Filter calls on 1000 nodes from
-// four goroutines at once are all counted, one call in 8 and the first
-// few of each shard timed, whatever shard each node's calls went to.
-func TestPerNodeCallsCountedAcrossShards(t *testing.T) {
-	r := NewRecorder(Options{Sink: discard{}})
-	filter := observedFilter(r, "p")
-	const nodes = 1000
-	infos := make([]fwk.NodeInfo, nodes)
-	for i := range infos {
-		n := framework.NewNodeInfo()
-		n.SetNode(st.MakeNode().Name(fmt.Sprintf("node-%04d", i)).Obj())
-		infos[i] = n
-	}
-	state := framework.NewCycleState()
-	a := newAttempt(r.profileTable("p"), st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), r.nodeSetOf(infos))
-	state.Write(stateKey, a)
-	a.table.current.Store(a)
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < nodes; i += 4 {
-				filter.Filter(context.Background(), state, &v1.Pod{}, infos[i])
-			}
-		})
-	}
-	wg.Wait()
-	a.table.current.Store(nil)
-	a.foldNodeClocks()
-	runs := a.build().Plugins
-	i := slices.IndexFunc(runs, func(p record.PluginRun) bool { return p.Plugin == "FakeFilter" && p.Point == record.Filter })
-	if i < 0 {
-		t.Fatalf("no Filter run of FakeFilter in %+v", runs)
-	}
-	run := runs[i]
-	if run.Calls != nodes || run.Timed < nodes/sampleEvery || run.Timed > clockShards*exactCalls+nodes/sampleEvery || run.Duration <= 0 {
-		t.Errorf("Filter of FakeFilter: %d calls, %d timed, %s; want %d calls, %d to %d timed, a duration",
-			run.Calls, run.Timed, run.Duration, nodes, nodes/sampleEvery, clockShards*exactCalls+nodes/sampleEvery)
-	}
 }
 
 // BenchmarkFilterCall measures what observing adds to one Filter call of one

@@ -166,20 +166,16 @@ func (o *observed) timed(state fwk.CycleState, p point, start time.Time) *attemp
 	return a
 }
 
-// perNodeClock returns the clock shard for a per-node call, Filter or
-// Score, if this call is to be timed. These run for every node, in
-// parallel, inside the scheduling algorithm, so the attempt comes from the
-// profile's current one rather than a CycleState lookup.
-func (o *observed) perNodeClock(p point, nodeInfo fwk.NodeInfo) *pluginClock {
+// perNodeClock returns the clock for a per-node call, Filter or Score, if
+// this call is to be timed. These run for every node, in parallel, inside
+// the scheduling algorithm, so the attempt comes from the profile's current
+// one rather than a CycleState lookup.
+func (o *observed) perNodeClock(p point) *pluginClock {
 	a := o.table.current.Load()
 	if a == nil {
 		return nil
 	}
-	var name string
-	if nodeInfo != nil && nodeInfo.Node() != nil {
-		name = nodeInfo.Node().Name
-	}
-	if c := a.nodeClock(o.index, p, name); c != nil && c.sample() {
+	if c := a.clock(o.index, p); c != nil && c.sample() {
 		return c
 	}
 	return nil
@@ -217,7 +213,7 @@ type filterPlugin struct {
 }
 
 func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	c := w.o.perNodeClock(pointFilter, nodeInfo)
+	c := w.o.perNodeClock(pointFilter)
 	if c == nil {
 		return w.explained(ctx, state, p, nodeInfo, w.FilterPlugin.Filter(ctx, state, p, nodeInfo))
 	}
@@ -271,7 +267,7 @@ type scorePlugin struct {
 }
 
 func (w scorePlugin) Score(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c := w.o.perNodeClock(pointScore, nodeInfo)
+	c := w.o.perNodeClock(pointScore)
 	if c == nil {
 		return w.ScorePlugin.Score(ctx, state, p, nodeInfo)
 	}
