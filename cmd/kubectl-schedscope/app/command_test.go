@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -674,6 +675,50 @@ func TestPendingWatch(t *testing.T) {
 	}
 	if code, _, _ := run(t, "pending", "-w", "-o", "json", "--kubeconfig", alice, "--sidecar-url", srv.URL); code != ExitUsage {
 		t.Errorf("pending -w -o json exited %d, want %d", code, ExitUsage)
+	}
+}
+
+// TestPendingWatchClusters: once pending -w has listed pods of two
+// clusters, a changed pod's row and a leaving pod's line name its cluster,
+// even when every change is of one cluster.
+func TestPendingWatchClusters(t *testing.T) {
+	defer func(d time.Duration) { watchInterval = d }(watchInterval)
+	watchInterval = 20 * time.Millisecond
+	pod := func(cluster, name string, seq uint64) v1alpha1.PodStatus {
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: record.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
+	}
+	var lists atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list := v1alpha1.PodList{Items: []v1alpha1.PodStatus{pod("east", "a", 1), pod("west", "b", 1)}}
+		if lists.Add(1) > 1 {
+			list.Items = []v1alpha1.PodStatus{pod("east", "a", 2)}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	defer srv.Close()
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			[]string{"pending", "-A", "-w", "--kubeconfig", alice, "--sidecar-url", srv.URL})
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(out.String(), "attempt 2") && strings.Contains(out.String(), "left the pending list"), nil
+	}); err != nil {
+		t.Fatalf("pending -w printed no change and no pod leaving:\n%s\nstderr: %s", out.String(), errOut.String())
+	}
+	cancel()
+	<-done
+	for _, want := range []string{"\neast  ns  a  p  2 ", "\nns/b of cluster west left the pending list"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("pending -w printed\n%s\nwant %q in it", out.String(), want)
+		}
 	}
 }
 

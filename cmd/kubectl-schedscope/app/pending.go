@@ -96,9 +96,13 @@ func (p *pendingOptions) list(ctx context.Context, c client.Client, path string)
 }
 
 // watchList asks for the list every watchInterval and prints a row for
-// each pod whose latest attempt changed, and for each that left the list.
+// each pod whose latest attempt changed, and for each that left the list;
+// once a list has held pods of more than one cluster, each row and line
+// names its pod's cluster.
 func (p *pendingOptions) watchList(ctx context.Context, c client.Client, path string, list *v1alpha1.PodList) error {
 	key := func(s v1alpha1.PodStatus) string { return s.Cluster + "/" + s.Pod.UID }
+	podCluster := func(s v1alpha1.PodStatus) string { return s.Cluster }
+	clusters := clusterColumn(list.Items, podCluster)
 	seen := map[string]v1alpha1.PodStatus{}
 	for _, s := range list.Items {
 		seen[key(s)] = s
@@ -118,6 +122,7 @@ func (p *pendingOptions) watchList(ctx context.Context, c client.Client, path st
 			}
 			return err
 		}
+		clusters = clusters || clusterColumn(next.Items, podCluster)
 		now, current := p.now(), map[string]v1alpha1.PodStatus{}
 		var changed []v1alpha1.PodStatus
 		for _, s := range next.Items {
@@ -128,11 +133,15 @@ func (p *pendingOptions) watchList(ctx context.Context, c client.Client, path st
 		}
 		for k, s := range seen {
 			if _, ok := current[k]; !ok {
-				fmt.Fprintf(p.Out, "%s/%s left the pending list (scheduled or gone)\n", s.Pod.Namespace, s.Pod.Name)
+				of := ""
+				if clusters {
+					of = " of cluster " + clusterName(s.Cluster)
+				}
+				fmt.Fprintf(p.Out, "%s/%s%s left the pending list (scheduled or gone)\n", s.Pod.Namespace, s.Pod.Name, of)
 			}
 		}
 		if len(changed) > 0 {
-			PrintPending(p.Out, changed, now, false)
+			printPending(p.Out, changed, now, false, clusters)
 		}
 		seen = current
 	}
@@ -145,8 +154,13 @@ func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers
 		fmt.Fprintln(w, "No pending pods.")
 		return
 	}
+	printPending(w, pods, now, headers, clusterColumn(pods, func(p v1alpha1.PodStatus) string { return p.Cluster }))
+}
+
+// printPending prints pods as PrintPending does, with a CLUSTER column if
+// clusters.
+func printPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers, clusters bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	clusters := clusterColumn(pods, func(p v1alpha1.PodStatus) string { return p.Cluster })
 	if headers {
 		if clusters {
 			fmt.Fprint(tw, "CLUSTER\t")
