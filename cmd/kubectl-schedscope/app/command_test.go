@@ -626,34 +626,55 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// pendingWatch is `pending -A -w`, run as alice against a sidecar.
+type pendingWatch struct {
+	out, errOut syncBuffer
+	// stop interrupts the command and returns its exit code.
+	stop func() int
+}
+
+// startPendingWatch starts `pending -A -w` against sidecarURL, asking every
+// 20 ms; it is stopped when the test ends if the test has not stopped it.
+func startPendingWatch(t *testing.T, sidecarURL string) *pendingWatch {
+	t.Helper()
+	interval := watchInterval
+	watchInterval = 20 * time.Millisecond
+	t.Cleanup(func() { watchInterval = interval })
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &pendingWatch{}
+	done := make(chan int)
+	go func() {
+		done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &w.out, ErrOut: &w.errOut},
+			[]string{"pending", "-A", "-w", "--kubeconfig", alice, "--sidecar-url", sidecarURL})
+	}()
+	w.stop = sync.OnceValue(func() int {
+		cancel()
+		return <-done
+	})
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// waitFor waits until the command has printed what.
+func (w *pendingWatch) waitFor(t *testing.T, what string) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Contains(w.out.String(), what), nil
+	}); err != nil {
+		t.Fatalf("no %q in the output of pending -w:\n%s\nstderr: %s", what, w.out.String(), w.errOut.String())
+	}
+}
+
 // TestPendingWatch: pending -w prints the list, then a row (without the
 // header) for a pod whose latest attempt changed, and a line for a pod that
 // left the list, until interrupted.
 func TestPendingWatch(t *testing.T) {
-	defer func(d time.Duration) { watchInterval = d }(watchInterval)
-	watchInterval = 20 * time.Millisecond
 	h, st := sidecarStore(t)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int)
-	go func() {
-		done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-			[]string{"pending", "-A", "-w", "--kubeconfig", alice, "--sidecar-url", srv.URL})
-	}()
-	waitFor := func(what string) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return strings.Contains(out.String(), what), nil
-		}); err != nil {
-			t.Fatalf("no %q in the output of pending -w:\n%s\nstderr: %s", what, out.String(), errOut.String())
-		}
-	}
-	waitFor("0/2 nodes are available")
+	w := startPendingWatch(t, srv.URL)
+	w.waitFor(t, "0/2 nodes are available")
 
 	t1 := recordtest.Base.Add(time.Minute)
 	next := []*record.Attempt{
@@ -661,18 +682,18 @@ func TestPendingWatch(t *testing.T) {
 			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "a", "b", "c").Obj(),
 		recordtest.MakeAttempt("batch", "job", "uid-job").Number(2).Seq(5).Finished(t1).Passed("a").Scheduled("a").Obj(),
 	}
-	if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(next...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(next...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("batch/job left the pending list")
-	waitFor("0/3 nodes are available")
-	cancel()
-	if code := <-done; code != ExitOK {
-		t.Errorf("pending -w exited %d after the interrupt, want %d; stderr %s", code, ExitOK, errOut.String())
+	w.waitFor(t, "batch/job left the pending list")
+	w.waitFor(t, "0/3 nodes are available")
+	if code := w.stop(); code != ExitOK {
+		t.Errorf("pending -w exited %d after the interrupt, want %d; stderr %s", code, ExitOK, w.errOut.String())
 	}
-	if got := strings.Count(out.String(), "NAMESPACE"); got != 1 {
-		t.Errorf("pending -w printed the header %d times, want once:\n%s", got, out.String())
+	if got := strings.Count(w.out.String(), "NAMESPACE"); got != 1 {
+		t.Errorf("pending -w printed the header %d times, want once:\n%s", got, w.out.String())
 	}
+	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
 	if code, _, _ := run(t, "pending", "-w", "-o", "json", "--kubeconfig", alice, "--sidecar-url", srv.URL); code != ExitUsage {
 		t.Errorf("pending -w -o json exited %d, want %d", code, ExitUsage)
 	}
@@ -682,8 +703,6 @@ func TestPendingWatch(t *testing.T) {
 // clusters, a changed pod's row and a leaving pod's line name its cluster,
 // even when every change is of one cluster.
 func TestPendingWatchClusters(t *testing.T) {
-	defer func(d time.Duration) { watchInterval = d }(watchInterval)
-	watchInterval = 20 * time.Millisecond
 	pod := func(cluster, name string, seq uint64) v1alpha1.PodStatus {
 		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
 			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: record.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
@@ -698,26 +717,13 @@ func TestPendingWatchClusters(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(list)
 	}))
 	defer srv.Close()
-	alice := kubeconfig(t, "https://apiserver.invalid", "alice", "shop")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int)
-	go func() {
-		done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-			[]string{"pending", "-A", "-w", "--kubeconfig", alice, "--sidecar-url", srv.URL})
-	}()
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return strings.Contains(out.String(), "attempt 2") && strings.Contains(out.String(), "left the pending list"), nil
-	}); err != nil {
-		t.Fatalf("pending -w printed no change and no pod leaving:\n%s\nstderr: %s", out.String(), errOut.String())
-	}
-	cancel()
-	<-done
+	w := startPendingWatch(t, srv.URL)
+	w.waitFor(t, "attempt 2")
+	w.waitFor(t, "left the pending list")
+	w.stop()
 	for _, want := range []string{"\neast  ns  a  p  2 ", "\nns/b of cluster west left the pending list"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("pending -w printed\n%s\nwant %q in it", out.String(), want)
+		if !strings.Contains(w.out.String(), want) {
+			t.Errorf("pending -w printed\n%s\nwant %q in it", w.out.String(), want)
 		}
 	}
 }

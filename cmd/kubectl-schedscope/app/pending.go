@@ -101,7 +101,6 @@ func (p *pendingOptions) list(ctx context.Context, c client.Client, path string)
 // names its pod's cluster.
 func (p *pendingOptions) watchList(ctx context.Context, c client.Client, path string, list *v1alpha1.PodList) error {
 	key := func(s v1alpha1.PodStatus) string { return s.Cluster + "/" + s.Pod.UID }
-	podCluster := func(s v1alpha1.PodStatus) string { return s.Cluster }
 	clusters := clusterColumn(list.Items, podCluster)
 	seen := map[string]v1alpha1.PodStatus{}
 	for _, s := range list.Items {
@@ -154,8 +153,11 @@ func PrintPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers
 		fmt.Fprintln(w, "No pending pods.")
 		return
 	}
-	printPending(w, pods, now, headers, clusterColumn(pods, func(p v1alpha1.PodStatus) string { return p.Cluster }))
+	printPending(w, pods, now, headers, clusterColumn(pods, podCluster))
 }
+
+// podCluster is a pending pod's cluster.
+func podCluster(s v1alpha1.PodStatus) string { return s.Cluster }
 
 // printPending prints pods as PrintPending does, with a CLUSTER column if
 // clusters.
