@@ -6,11 +6,36 @@ GO ?= go
 # fetches it from the module proxy when the machine's own Go is older.
 export GOTOOLCHAIN ?= go1.27.3
 BIN := $(CURDIR)/bin
-K8S_VERSION := v1.37.2
+# The Kubernetes minors schedscope is built for, oldest first. The newest
+# builds from go.mod; each older one from its own module file,
+# kube/<minor>.mod (make kube-mod), with the build tag kube<minor>, which
+# picks the files of its per-minor seams (docs/architecture.md).
+KUBE_MINORS := 1.35 1.36 1.37
+KUBE_NEWEST := $(lastword $(KUBE_MINORS))
+KUBE_OLDER := $(filter-out $(KUBE_NEWEST),$(KUBE_MINORS))
+# KUBE_MINOR picks one minor: `make build KUBE_MINOR=1.36` builds its
+# schedscope-scheduler, kube-scheduler, kube-apiserver and etcd into
+# bin/1.36; without it, everything is built for the newest minor into bin/.
+KUBE_MINOR ?=
+ifeq ($(KUBE_MINOR),)
+KUBE_BIN := $(BIN)
+else ifeq ($(filter $(KUBE_MINOR),$(KUBE_MINORS)),)
+$(error KUBE_MINOR=$(KUBE_MINOR) is not one of the minors schedscope is built for: $(KUBE_MINORS))
+else
+KUBE_BIN := $(BIN)/$(KUBE_MINOR)
+endif
+ifneq ($(filter $(KUBE_MINOR),$(KUBE_OLDER)),)
+# The go command's flags that build for KUBE_MINOR, in the main module and
+# in the example's.
+KUBE_FLAGS = -modfile=$(CURDIR)/kube/$(KUBE_MINOR).mod -tags=kube$(KUBE_MINOR)
+EXAMPLE_KUBE_FLAGS = -modfile=$(CURDIR)/examples/custom-scheduler/kube/$(KUBE_MINOR).mod -tags=kube$(KUBE_MINOR)
+endif
+# The release of k8s.io/kubernetes KUBE_MINOR builds with, as its module file requires it.
+K8S_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list $(KUBE_FLAGS) -m -f '{{.Version}}' k8s.io/kubernetes)
 # schedscope's version, as --version and schedscope_build_info show it.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
-VERSION_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) \
 	-X github.com/schedscope/schedscope/pkg/version.Version=$(VERSION)
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
@@ -54,12 +79,27 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is tested against, the benchmark's OTLP sink and the example custom scheduler (with and without schedscope) into bin/.
+build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is tested against, the benchmark's OTLP sink and the example custom scheduler (with and without schedscope) into bin/; with KUBE_MINOR, that minor's schedulers, kube-apiserver and etcd into bin/KUBE_MINOR.
+ifeq ($(KUBE_MINOR),)
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... ./hack/otlpsink $(UPSTREAM)
 	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
 	cp cmd/kubectl-schedscope/kubectl_complete-schedscope $(BIN)/
-	cd examples/custom-scheduler && $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/...
+else
+	@mkdir -p $(KUBE_BIN)
+	$(GO) build $(KUBE_FLAGS) -ldflags "$(VERSION_LDFLAGS)" -o $(KUBE_BIN)/ ./cmd/schedscope-scheduler $(UPSTREAM)
+	@mv -f $(KUBE_BIN)/v3 $(KUBE_BIN)/etcd 2>/dev/null || mv -f $(KUBE_BIN)/server $(KUBE_BIN)/etcd 2>/dev/null || true
+endif
+	cd examples/custom-scheduler && $(GO) build $(EXAMPLE_KUBE_FLAGS) -ldflags "$(VERSION_LDFLAGS)" -o $(KUBE_BIN)/ ./cmd/...
+
+.PHONY: build-minors
+build-minors: ## Build the schedulers, kube-apiserver and etcd of every minor (KUBE_MINORS) into bin/<minor>.
+	for m in $(KUBE_MINORS); do $(MAKE) build KUBE_MINOR=$$m || exit 1; done
+
+.PHONY: kube-mod
+kube-mod: ## Write kube/KUBE_MINOR.mod (and the example's) for K8S_RELEASE, a release of an older minor: make kube-mod K8S_RELEASE=v1.36.3.
+	$(GO) run ./hack/kubemod -kubernetes $(K8S_RELEASE)
+	cd examples/custom-scheduler && $(GO) run github.com/schedscope/schedscope/hack/kubemod -kubernetes $(K8S_RELEASE)
 
 .PHONY: build-tools
 build-tools: benchstat promtool krew helm ## Build Jaeger, promtool, benchstat, krew and helm, each from its own tools module, into bin/.
@@ -121,8 +161,8 @@ image: ## Build the scheduler's and the sidecar's OCI images with podman (Contai
 	@$(PODMAN) image prune --force --filter label=org.opencontainers.image.source=https://github.com/schedscope/schedscope >/dev/null
 
 .PHONY: generate
-generate: ## Regenerate the plugin shapes of the framework-equivalence test.
-	$(GO) run ./hack/shapegen
+generate: ## Regenerate the plugin shapes of the framework-equivalence test, one file per minor.
+	for m in $(KUBE_MINORS); do $(GO) run ./hack/shapegen -minor $$m || exit 1; done
 
 .PHONY: test
 test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, and a smoke run of the benchmark harness.
@@ -202,8 +242,9 @@ verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidin
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/krew && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
-	@$(GO) run ./hack/shapegen -out /tmp/zz_generated.shapes_test.go.new && \
-		diff -u pkg/scheduler/observe/zz_generated.shapes_test.go /tmp/zz_generated.shapes_test.go.new || { echo "plugin shapes out of date: make generate"; exit 1; }
+	@for m in $(KUBE_MINORS); do f=zz_generated.shapes_$$(echo $$m | tr . _)_test.go; \
+		$(GO) run ./hack/shapegen -minor $$m -out /tmp/$$f.new && \
+		diff -u pkg/scheduler/observe/$$f /tmp/$$f.new || { echo "plugin shapes out of date: make generate"; exit 1; }; done
 
 .PHONY: run
 run: build build-tools ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar, Jaeger and a demo workload.

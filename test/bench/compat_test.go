@@ -1,4 +1,4 @@
-//go:build compat
+//go:build compat && !kube1.35
 
 package bench
 
@@ -20,7 +20,6 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 )
 
 var (
@@ -143,7 +142,7 @@ func runWorkloadFile(t *testing.T, file, mode string) compatRow {
 	var row compatRow
 	var mu sync.Mutex
 	// The pre-run hook runs once per workload the label filter selects.
-	preRun := func(tCtx ktesting.TContext, w *perf.Workload) (func(), error) {
+	preRun := func(tCtx tContext, w *perf.Workload) (func(), error) {
 		mu.Lock()
 		row.workloads++
 		mu.Unlock()
@@ -195,7 +194,7 @@ func relativeTopic(file string) string {
 
 // chainNodeUpdates calls each set hook in order.
 func chainNodeUpdates(fns ...perf.NodeUpdateFn) perf.NodeUpdateFn {
-	return func(tCtx ktesting.TContext, sched *scheduler.Scheduler, w *perf.Workload, nodes *v1.NodeList) error {
+	return func(tCtx tContext, sched *scheduler.Scheduler, w *perf.Workload, nodes *v1.NodeList) error {
 		for _, fn := range fns {
 			if fn == nil {
 				continue

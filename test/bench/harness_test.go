@@ -1,3 +1,5 @@
+//go:build !kube1.35
+
 package bench
 
 import (
@@ -25,7 +27,6 @@ import (
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/schedscope/schedscope/pkg/record"
 	schedmetrics "github.com/schedscope/schedscope/pkg/scheduler/metrics"
@@ -169,7 +170,7 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 // scheduler it installs the observation on it, starts the recorder and
 // serves the record stream to a watcher, all stopped when the workload
 // ends, before the harness checks that no goroutine is left.
-func (o *observer) install(tCtx ktesting.TContext, sched *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
+func (o *observer) install(tCtx tContext, sched *scheduler.Scheduler, _ *perf.Workload, _ *v1.NodeList) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.installed[sched] {

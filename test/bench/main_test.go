@@ -1,3 +1,5 @@
+//go:build !kube1.35
+
 package bench
 
 import (

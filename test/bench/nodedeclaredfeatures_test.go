@@ -1,4 +1,4 @@
-//go:build compat
+//go:build compat && !kube1.35
 
 // This file mirrors the set-up of upstream's nodedeclaredfeatures test
 // (k8s.io/kubernetes/test/integration/scheduler_perf/nodedeclaredfeatures,
@@ -24,7 +24,6 @@ import (
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 )
 
 // mockFeature is a mock implementation of the Feature interface for testing.
@@ -85,7 +84,7 @@ func setupFeatures(numNodeDeclaredFeatures int) func() {
 	}
 }
 
-func preInitNodeDeclaredFeatures(t ktesting.TContext, w *perf.Workload) (func(), error) {
+func preInitNodeDeclaredFeatures(t tContext, w *perf.Workload) (func(), error) {
 	if !w.FeatureGates[features.NodeDeclaredFeatures] {
 		t.Logf("Skipping NodeDeclaredFeatures pre-init as the feature gate is disabled")
 		return func() {}, nil
@@ -104,7 +103,7 @@ func preInitNodeDeclaredFeatures(t ktesting.TContext, w *perf.Workload) (func(),
 	return cleanupMockFeatures, nil
 }
 
-func updateNodesWithDeclaredFeatures(tCtx ktesting.TContext, scheduler *scheduler.Scheduler, w *perf.Workload, nodes *v1.NodeList) error {
+func updateNodesWithDeclaredFeatures(tCtx tContext, scheduler *scheduler.Scheduler, w *perf.Workload, nodes *v1.NodeList) error {
 	if !w.FeatureGates[features.NodeDeclaredFeatures] {
 		return nil
 	}

@@ -1,3 +1,5 @@
+//go:build !kube1.35
+
 // Package bench measures what schedscope costs the scheduler, with the
 // upstream scheduler_perf harness and its own workload definitions.
 //
@@ -15,7 +17,9 @@
 // definitions are upstream's, read from the module cache. The observed modes
 // install the observation on the scheduler the harness built, as
 // schedscope-scheduler does on its own (observe.Recorder.Install), through
-// the harness's node-update hook, before any pod is created.
+// the harness's node-update hook, before any pod is created. That hook
+// arrived in Kubernetes v1.36: v1.35's harness starts its scheduler with
+// none, so this package is not built for v1.35 (build tag kube1.35).
 //
 // TestProcessCost (build tag process) measures the same modes with each
 // scheduler in a process of its own, against real etcd and kube-apiserver

@@ -1,4 +1,4 @@
-//go:build process
+//go:build process && !kube1.35
 
 package bench
 

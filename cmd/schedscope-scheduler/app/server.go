@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/cli/globalflag"
 	basecompatibility "k8s.io/component-base/compatibility"
@@ -31,7 +29,6 @@ import (
 	kubeschedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	"k8s.io/kubernetes/pkg/scheduler/profile"
 
 	"github.com/schedscope/schedscope/pkg/scheduler/metrics"
 	"github.com/schedscope/schedscope/pkg/scheduler/observe"
@@ -103,12 +100,8 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 			return fmt.Errorf("--tracing-config-file: %w", err)
 		}
 	}
-	if opts.InformerName == nil {
-		informerName, err := cache.NewInformerName("schedscope-scheduler")
-		if err != nil {
-			return err
-		}
-		opts.InformerName = informerName
+	if err := nameInformers(opts); err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -221,15 +214,12 @@ func newScheduler(ctx context.Context, opts *options.Options, cc *schedulerserve
 		return nil, err
 	}
 
-	recorderFactory := func(name string) events.EventRecorderLogger {
-		return cc.EventBroadcaster.NewRecorder(name)
-	}
 	completedProfiles := make([]kubeschedulerconfig.KubeSchedulerProfile, 0)
 	sched, err := scheduler.New(ctx,
 		cc.Client,
 		cc.InformerFactory,
 		cc.DynInformerFactory,
-		profile.RecorderFactory(recorderFactory),
+		recorderFactory(cc),
 		scheduler.WithComponentConfigVersion(cc.ComponentConfig.TypeMeta.APIVersion),
 		scheduler.WithKubeConfig(cc.KubeConfig),
 		scheduler.WithProfiles(cc.ComponentConfig.Profiles...),

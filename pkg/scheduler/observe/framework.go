@@ -34,22 +34,7 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r, table: table}
 	}
 
-	schedulePod := sched.SchedulePod
-	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
-		a := r.begin(f, state, podInfo)
-		a.table.current.Store(a)
-		result, err := schedulePod(ctx, f, state, podInfo)
-		a.table.current.Store(nil)
-		a.explainAttempt(ctx, state)
-		a.endFilter(err == nil)
-		a.selectedNode = result.SuggestedHost
-		a.feasible = result.FeasibleNodes
-		var fitErr *framework.FitError
-		if errors.As(err, &fitErr) {
-			a.message = fitErr.Error()
-		}
-		return result, err
-	}
+	r.observeSchedulePod(sched)
 
 	failure := sched.FailureHandler
 	sched.FailureHandler = func(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, nominatingInfo *fwk.NominatingInfo, start time.Time) {
@@ -57,6 +42,25 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 		r.fail(podInfo.Pod, status, nominatingInfo)
 	}
 	return nil
+}
+
+// schedulePod records the scheduling algorithm's run for podInfo, which
+// schedule runs.
+func (r *Recorder) schedulePod(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo,
+	schedule func() (scheduler.ScheduleResult, error)) (scheduler.ScheduleResult, error) {
+	a := r.begin(f, state, podInfo)
+	a.table.current.Store(a)
+	result, err := schedule()
+	a.table.current.Store(nil)
+	a.explainAttempt(ctx, state)
+	a.endFilter(err == nil)
+	a.selectedNode = result.SuggestedHost
+	a.feasible = result.FeasibleNodes
+	var fitErr *framework.FitError
+	if errors.As(err, &fitErr) {
+		a.message = fitErr.Error()
+	}
+	return result, err
 }
 
 // begin starts recording an attempt.

@@ -4,8 +4,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 )
 
 // preemptedReason is the event reason the scheduler gives each preemption victim.
@@ -17,12 +15,12 @@ const preemptedReason = "Preempted"
 // preemption evicted: the scheduler evicts victims asynchronously and
 // reports each one with a Preempted event naming the preemptor.
 type victimRecorder struct {
-	events.EventRecorderLogger
+	eventRecorder
 	recorder *Recorder
 }
 
 func (v victimRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
-	v.EventRecorderLogger.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	v.eventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
 	if reason != preemptedReason {
 		return
 	}
@@ -32,8 +30,4 @@ func (v victimRecorder) Eventf(regarding, related runtime.Object, eventtype, rea
 	if ok && err == nil {
 		v.recorder.noteVictim(preemptor.GetUID(), victim)
 	}
-}
-
-func (v victimRecorder) WithLogger(logger klog.Logger) events.EventRecorderLogger {
-	return victimRecorder{EventRecorderLogger: v.EventRecorderLogger.WithLogger(logger), recorder: v.recorder}
 }

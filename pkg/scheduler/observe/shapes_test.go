@@ -124,13 +124,6 @@ func (p postFilterPart) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.
 	return framework.NewPostFilterResultWithNominatedNode("a"), fwk.NewStatus(fwk.Success)
 }
 
-type podGroupPostFilterPart struct{ b *shapeBase }
-
-func (p podGroupPostFilterPart) PodGroupPostFilter(context.Context, fwk.PodGroupCycleState, fwk.PodGroupInfo, fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
-	p.b.called("PodGroupPostFilter")
-	return nil, fwk.NewStatus(fwk.Unschedulable)
-}
-
 type preScorePart struct{ b *shapeBase }
 
 func (p preScorePart) PreScore(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
@@ -211,20 +204,6 @@ func (p signPart) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *
 	}
 	return []fwk.SignFragment{{Key: p.b.name, Value: pod.Spec.Priority}}, nil
 }
-
-type placementGeneratePart struct{ b *shapeBase }
-
-func (p placementGeneratePart) GeneratePlacements(context.Context, fwk.PodGroupCycleState, fwk.PodGroupInfo, *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
-	return nil, nil
-}
-
-type placementScorePart struct{ b *shapeBase }
-
-func (p placementScorePart) ScorePlacement(context.Context, fwk.PlacementCycleState, fwk.PodGroupInfo, *fwk.PodGroupAssignments) (int64, *fwk.Status) {
-	return 1, nil
-}
-
-func (p placementScorePart) PlacementScoreExtensions() fwk.PlacementScoreExtensions { return nil }
 
 // testBinder binds every pod, so that a profile whose shape has no Bind
 // still has a bind plugin.

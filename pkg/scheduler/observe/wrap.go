@@ -8,9 +8,10 @@ import (
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/schedscope/schedscope/pkg/version"
 )
 
 // observePlugins puts every plugin of f's recorded extension points inside
@@ -50,7 +51,7 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 		s.wrap(fields.field(s.name), of)
 	}
 	if recorder := fields.field(eventRecorderField); !recorder.IsNil() {
-		recorder.Set(reflect.ValueOf(victimRecorder{EventRecorderLogger: recorder.Interface().(eventRecorderLogger), recorder: r}))
+		recorder.Set(reflect.ValueOf(victimRecorder{eventRecorder: recorder.Interface().(eventRecorder), recorder: r}))
 	}
 	return nil
 }
@@ -58,8 +59,6 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 // eventRecorderField is the framework's event recorder, which plugins reach
 // through their handle.
 const eventRecorderField = "eventRecorder"
-
-type eventRecorderLogger = events.EventRecorderLogger
 
 // frameworkStruct is the framework's struct, its fields made settable.
 type frameworkStruct struct{ v reflect.Value }
@@ -72,11 +71,11 @@ func frameworkFields(f framework.Framework) (frameworkStruct, error) {
 		return frameworkStruct{}, fmt.Errorf("the framework is a %T, not kube-scheduler's framework implementation", f)
 	}
 	s := frameworkStruct{v.Elem()}
-	want := []observedSlice{{name: eventRecorderField, typ: reflect.TypeFor[eventRecorderLogger]()}}
+	want := []observedSlice{{name: eventRecorderField, typ: reflect.TypeFor[eventRecorder]()}}
 	for _, w := range append(want, observedSlices...) {
 		field := s.v.FieldByName(w.name)
 		if !field.IsValid() || field.Type() != w.typ {
-			return frameworkStruct{}, fmt.Errorf("the framework %T has no field %s of type %s: schedscope observes the framework of k8s.io/kubernetes v1.37", f, w.name, w.typ)
+			return frameworkStruct{}, fmt.Errorf("the framework %T has no field %s of type %s: this schedscope observes the framework of k8s.io/kubernetes %s", f, w.name, w.typ, version.Kubernetes())
 		}
 	}
 	return s, nil

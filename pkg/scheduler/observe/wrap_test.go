@@ -112,9 +112,9 @@ func frameworkFieldOf[T any](t *testing.T, f framework.Framework, name string) T
 // that observePlugins neither observes nor knowingly leaves alone, such as
 // a new extension point in a new Kubernetes release.
 func TestEveryPluginListIsKnown(t *testing.T) {
-	leftAlone := map[string]bool{
-		"preEnqueuePlugins": true, "queueSortPlugins": true, "batchablePlugins": true, "enqueueExtensions": true,
-		"extenders": true, "podGroupPostFilterPlugins": true, "placementGeneratePlugins": true, "placementFeasiblePlugins": true, "placementScorePlugins": true,
+	leftAlone := map[string]bool{}
+	for _, name := range leftAlonePluginLists {
+		leftAlone[name] = true
 	}
 	observed := map[string]bool{}
 	for _, s := range observedSlices {

@@ -1,0 +1,34 @@
+//go:build !kube1.35
+
+package observe
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// This file is the part of observe that holds from Kubernetes v1.36 on: the
+// scheduling algorithm is given the pod's queue entry, and the framework's
+// event recorder is an EventRecorderLogger.
+
+// eventRecorder is the type of the framework's event recorder.
+type eventRecorder = events.EventRecorderLogger
+
+func (v victimRecorder) WithLogger(logger klog.Logger) events.EventRecorderLogger {
+	return victimRecorder{eventRecorder: v.eventRecorder.WithLogger(logger), recorder: v.recorder}
+}
+
+// observeSchedulePod records each run of sched's scheduling algorithm.
+func (r *Recorder) observeSchedulePod(sched *scheduler.Scheduler) {
+	schedulePod := sched.SchedulePod
+	sched.SchedulePod = func(ctx context.Context, f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) (scheduler.ScheduleResult, error) {
+		return r.schedulePod(ctx, f, state, podInfo, func() (scheduler.ScheduleResult, error) {
+			return schedulePod(ctx, f, state, podInfo)
+		})
+	}
+}

@@ -1,0 +1,41 @@
+//go:build kube1.36
+
+package observe
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/api/scheduling/v1alpha2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// leftAlonePluginLists are the framework's plugin lists observePlugins
+// knowingly leaves as they are.
+var leftAlonePluginLists = []string{
+	"preEnqueuePlugins", "queueSortPlugins", "batchablePlugins", "enqueueExtensions", "extenders",
+	"podGroupPostFilterPlugins", "placementGeneratePlugins", "placementScorePlugins",
+}
+
+// podGroupPostFilterPart has v1.36's PodGroupPostFilter, an interface of
+// k8s.io/kubernetes' framework.
+type podGroupPostFilterPart struct{ b *shapeBase }
+
+func (p podGroupPostFilterPart) PodGroupPostFilter(context.Context, *v1alpha2.PodGroup, []*v1.Pod, func(context.Context) *fwk.Status) *fwk.Status {
+	p.b.called("PodGroupPostFilter")
+	return fwk.NewStatus(fwk.Unschedulable)
+}
+
+type placementGeneratePart struct{ b *shapeBase }
+
+func (p placementGeneratePart) GeneratePlacements(context.Context, fwk.PodGroupCycleState, fwk.PodGroupInfo, *fwk.Placement) (*fwk.GeneratePlacementsResult, *fwk.Status) {
+	return nil, nil
+}
+
+type placementScorePart struct{ b *shapeBase }
+
+func (p placementScorePart) ScorePlacement(context.Context, fwk.PodGroupCycleState, fwk.PodGroupInfo, *fwk.PodGroupAssignments) (int64, *fwk.Status) {
+	return 1, nil
+}
+
+func (p placementScorePart) PlacementScoreExtensions() fwk.PlacementScoreExtensions { return nil }
