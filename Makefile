@@ -25,13 +25,17 @@ else
 KUBE_BIN := $(BIN)/$(KUBE_MINOR)
 endif
 ifneq ($(filter $(KUBE_MINOR),$(KUBE_OLDER)),)
-# The go command's flags that build for KUBE_MINOR, in the main module and
-# in the example's.
-KUBE_FLAGS = -modfile=$(CURDIR)/kube/$(KUBE_MINOR).mod -tags=kube$(KUBE_MINOR)
-EXAMPLE_KUBE_FLAGS = -modfile=$(CURDIR)/examples/custom-scheduler/kube/$(KUBE_MINOR).mod -tags=kube$(KUBE_MINOR)
+# The build tag and the go command's flags that build for KUBE_MINOR, in
+# the main module and in the example's.
+KUBE_TAG := kube$(KUBE_MINOR)
+KUBE_FLAGS = -modfile=$(CURDIR)/kube/$(KUBE_MINOR).mod -tags=$(KUBE_TAG)
+EXAMPLE_KUBE_FLAGS = -modfile=$(CURDIR)/examples/custom-scheduler/kube/$(KUBE_MINOR).mod -tags=$(KUBE_TAG)
 endif
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # The release of k8s.io/kubernetes KUBE_MINOR builds with, as its module file requires it.
-K8S_VERSION = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list $(KUBE_FLAGS) -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S_VERSION = $(eval K8S_VERSION := $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) $(GO) list $(KUBE_FLAGS) -m -f '{{.Version}}' k8s.io/kubernetes))$(K8S_VERSION)
 # schedscope's version, as --version and schedscope_build_info show it.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
@@ -50,13 +54,21 @@ FUZZ_TARGETS := ./pkg/stream:FuzzDecodeStream ./pkg/sidecar/api:FuzzParseParams
 FUZZTIME ?= 60s
 # The local Go vulnerability database `make vulncheck` builds from golang.org/x/vulndb.
 VULNDB := $(CURDIR)/_output/vulndb
-# The scheduler_perf harness starts etcd from PATH.
-export PATH := $(BIN):$(PATH)
+# The scheduler_perf harness starts etcd from PATH: KUBE_MINOR's.
+export PATH := $(KUBE_BIN):$(BIN):$(PATH)
 BENCH_OUT := $(CURDIR)/_output/bench
 # The compatibility suite: the modes `make test` runs it in (each mode in
 # its own process, side by side), and where its logs and table go.
 COMPAT_MODES ?= plain recording tracing
-COMPAT_OUT := $(CURDIR)/_output/compat
+# A regular expression over the workload files' paths; empty: every file.
+COMPAT_WORKLOADS ?=
+COMPAT_OUT := $(CURDIR)/_output/compat$(addprefix -,$(KUBE_MINOR))
+# The compatibility matrix's inputs, a directory per minor (make test-minor).
+MATRIX_OUT := $(CURDIR)/_output/matrix
+# What make test-minor runs of the compatibility suite, and in which modes
+# (make test's smoke of each minor; make test-minors-nightly runs it all).
+MINOR_COMPAT_WORKLOADS ?= ^(affinity|topology_spreading)/
+MINOR_COMPAT_MODES ?= plain recording
 # Where `make release` writes the kubectl plugin's archives, their sums and
 # the krew manifest.
 RELEASE_OUT := $(CURDIR)/_output/release
@@ -67,7 +79,7 @@ IMAGE_TAG ?= $(VERSION)
 IMAGE_OUT := $(CURDIR)/_output/image
 PODMAN := CONTAINERS_CONF=$(CURDIR)/hack/podman/containers.conf podman
 # The images' OCI labels and manifest annotations.
-IMAGE_META := org.opencontainers.image.version=$(VERSION) \
+IMAGE_META = org.opencontainers.image.version=$(VERSION) \
 	org.opencontainers.image.revision=$(shell git rev-parse HEAD 2>/dev/null) \
 	org.opencontainers.image.source=https://github.com/schedscope/schedscope \
 	io.schedscope.kubernetes.version=$(K8S_VERSION)
@@ -147,29 +159,41 @@ golangci-lint: ## Build golangci-lint, which make verify runs, from its tools mo
 	cd tools/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 .PHONY: image
-image: ## Build the scheduler's and the sidecar's OCI images with podman (Containerfile, FROM scratch) from static binaries built here.
+image: ## Build the OCI images with podman (Containerfile, FROM scratch) from static binaries built here: the sidecar's (IMAGE_TAG) and the scheduler's for each minor (IMAGE_TAG-k8s<minor>).
 	@mkdir -p $(IMAGE_OUT)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/ ./cmd/schedscope-scheduler ./cmd/schedscope-sidecar
-	@for c in scheduler sidecar; do \
-		$(PODMAN) build --quiet --format oci --target $$c -f $(CURDIR)/Containerfile \
-			--label org.opencontainers.image.title=schedscope-$$c --annotation org.opencontainers.image.title=schedscope-$$c \
-			$(foreach m,$(IMAGE_META),--label $(m) --annotation $(m)) \
-			-t $(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG) $(IMAGE_OUT) >/dev/null || exit 1; \
-		echo "$(IMAGE_PREFIX)/schedscope-$$c:$(IMAGE_TAG)"; \
-	done
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/ ./cmd/schedscope-sidecar
+	$(call podman-build,sidecar,$(IMAGE_TAG),$(IMAGE_OUT))
+	@for m in $(KUBE_MINORS); do $(MAKE) --no-print-directory image-scheduler KUBE_MINOR=$$m || exit 1; done
 	@# The images these tags named before, now untagged.
 	@$(PODMAN) image prune --force --filter label=org.opencontainers.image.source=https://github.com/schedscope/schedscope >/dev/null
+
+.PHONY: image-scheduler
+image-scheduler: ## Build the scheduler's image of one minor (KUBE_MINOR, default the newest), IMAGE_TAG-k8s<minor>.
+	@mkdir -p $(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST))
+	CGO_ENABLED=0 $(GO) build $(KUBE_FLAGS) -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST))/ ./cmd/schedscope-scheduler
+	$(call podman-build,scheduler,$(IMAGE_TAG)-k8s$(or $(KUBE_MINOR),$(KUBE_NEWEST)),$(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST)))
+
+# podman-build builds the Containerfile's stage $(1) from the context $(3)
+# as schedscope-$(1):$(2), with schedscope's labels and annotations.
+define podman-build
+	@$(PODMAN) build --quiet --format oci --target $(1) -f $(CURDIR)/Containerfile \
+		--label org.opencontainers.image.title=schedscope-$(1) --annotation org.opencontainers.image.title=schedscope-$(1) \
+		$(foreach m,$(IMAGE_META),--label $(m) --annotation $(m)) \
+		-t $(IMAGE_PREFIX)/schedscope-$(1):$(2) $(3) >/dev/null
+	@echo "$(IMAGE_PREFIX)/schedscope-$(1):$(2)"
+endef
 
 .PHONY: generate
 generate: ## Regenerate the plugin shapes of the framework-equivalence test, one file per minor.
 	for m in $(KUBE_MINORS); do $(GO) run ./hack/shapegen -minor $$m || exit 1; done
 
 .PHONY: test
-test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, and a smoke run of the benchmark harness.
+test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, a smoke run of the benchmark harness, the compatibility suite, and every minor's proof (test-minors).
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
 	$(MAKE) test-compat
+	$(MAKE) test-minors
 
 .PHONY: test-alerts
 test-alerts: promtool ## Check the Prometheus alert rules (charts/schedscope/files) and run their unit tests with promtool.
@@ -179,14 +203,48 @@ test-alerts: promtool ## Check the Prometheus alert rules (charts/schedscope/fil
 .PHONY: test-compat
 test-compat: build ## Run every upstream scheduler_perf workload file at its integration-test sizes in plain and observed modes (COMPAT_MODES); table in _output/compat/table.md.
 	@rm -rf $(COMPAT_OUT) && mkdir -p $(COMPAT_OUT)
-	$(GO) test -c -tags compat -o $(COMPAT_OUT)/compat.test ./test/bench
+	$(GO) test -c $(filter-out -tags=%,$(KUBE_FLAGS)) -tags $(subst $(space),$(comma),compat $(KUBE_TAG)) -o $(COMPAT_OUT)/compat.test ./test/bench
 	@pids=; for mode in $(COMPAT_MODES); do \
 		mkdir -p $(COMPAT_OUT)/$$mode; \
 		ARTIFACTS=$(COMPAT_OUT)/$$mode $(COMPAT_OUT)/compat.test -test.run '^TestCompatibility$$' -test.count=1 -test.timeout=60m -test.v \
-			-schedscope-compat-modes=$$mode -schedscope-compat-report=$(COMPAT_OUT)/table.md > $(COMPAT_OUT)/$$mode.log 2>&1 & pids="$$pids $$!"; \
+			-schedscope-compat-modes=$$mode -schedscope-compat-workloads='$(COMPAT_WORKLOADS)' -schedscope-compat-report=$(COMPAT_OUT)/table.md > $(COMPAT_OUT)/$$mode.log 2>&1 & pids="$$pids $$!"; \
 	done; status=0; for pid in $$pids; do wait $$pid || status=1; done; \
 	printf '| workload file | mode | workloads run | failed | result | records written = read |\n|---|---|---|---|---|---|\n'; \
 	sort $(COMPAT_OUT)/table.md; grep -h -- '--- FAIL' $(COMPAT_OUT)/*.log; exit $$status
+
+.PHONY: test-minor
+test-minor: build ## Prove one minor (KUBE_MINOR, default the newest) against its own binaries: observe's unit tests (plugin shapes, framework fields), the decision-equivalence and drop-in parity tests, and its compatibility suite on MINOR_COMPAT_WORKLOADS in MINOR_COMPAT_MODES; the matrix's inputs in _output/matrix/<minor>.
+	$(eval MINOR_OUT := $(MATRIX_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST)))
+	@rm -rf $(MINOR_OUT) && mkdir -p $(MINOR_OUT)
+	@for b in schedscope-scheduler kube-scheduler kube-apiserver; do printf '%s: ' $$b; $(KUBE_BIN)/$$b --version || exit 1; done | tee $(MINOR_OUT)/versions.txt
+	$(GO) vet $(KUBE_FLAGS) ./pkg/scheduler/... ./cmd/schedscope-scheduler/... ./test/integration/equivalence ./test/integration/scheduler
+	@status=0; \
+	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v ./pkg/scheduler/observe ./cmd/schedscope-scheduler/app 2>&1 | tee $(MINOR_OUT)/test.log; \
+		((status |= PIPESTATUS[0])); \
+	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity)$$' \
+		./test/integration/equivalence ./test/integration/scheduler 2>&1 | tee -a $(MINOR_OUT)/test.log; \
+		((status |= PIPESTATUS[0])); \
+	$(GO) tool test2json < $(MINOR_OUT)/test.log > $(MINOR_OUT)/test.json; exit $$status
+ifeq ($(KUBE_MINOR),1.35)
+	@echo "v1.35's scheduler_perf starts its scheduler with no hook to install schedscope in (NodeUpdateFn came in v1.36): the suite cannot observe it" | tee $(MINOR_OUT)/compat.md
+else
+	$(MAKE) test-compat KUBE_MINOR=$(KUBE_MINOR) COMPAT_MODES="$(MINOR_COMPAT_MODES)" COMPAT_WORKLOADS='$(MINOR_COMPAT_WORKLOADS)'
+	cp $(COMPAT_OUT)/table.md $(MINOR_OUT)/compat.md
+endif
+
+.PHONY: test-minors
+test-minors: ## Prove every older minor (KUBE_OLDER) with make test-minor (the newest is proven by make test itself, and make test-minor records it for the matrix), then write the matrix to _output/matrix/matrix.md.
+	@status=0; for m in $(KUBE_OLDER); do $(MAKE) test-minor KUBE_MINOR=$$m || status=1; done; \
+		$(MAKE) test-minor || status=1; \
+		$(GO) run ./hack/matrix -dir $(MATRIX_OUT) > $(MATRIX_OUT)/matrix.md; cat $(MATRIX_OUT)/matrix.md; exit $$status
+
+.PHONY: test-minors-nightly
+test-minors-nightly: ## The compatibility suite over every workload file of each older minor's own scheduler_perf, in plain and recording modes, and the matrix (nightly; longer than make test's smoke of each minor).
+	$(MAKE) test-minors MINOR_COMPAT_WORKLOADS= MINOR_COMPAT_MODES="plain recording"
+
+.PHONY: matrix
+matrix: ## Write the compatibility matrix of the last make test-minors into README.md and docs/upgrade.md.
+	$(GO) run ./hack/matrix -dir $(MATRIX_OUT) -update README.md,docs/upgrade.md
 
 .PHONY: test-compat-all
 test-compat-all: ## The compatibility suite in every mode: plain, recording, tracing, collector-down and collector-slow (nightly; longer than make test's).

@@ -12,8 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -97,11 +98,14 @@ func BenchmarkPerfScheduling(b *testing.B) {
 
 // schedulerPerfDir is the upstream harness's directory in the module cache.
 func schedulerPerfDir() (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes").Output()
-	if err != nil {
-		return "", fmt.Errorf("locating k8s.io/kubernetes: %w", err)
+	// The harness's own source file, in the module cache of the
+	// k8s.io/kubernetes release this test is built with.
+	pc := reflect.ValueOf(perf.InitTests).Pointer()
+	file, _ := runtime.FuncForPC(pc).FileLine(pc)
+	if !filepath.IsAbs(file) {
+		return "", fmt.Errorf("locating k8s.io/kubernetes' scheduler_perf: its source is at %q, not an absolute path (built with -trimpath?)", file)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "test", "integration", "scheduler_perf"), nil
+	return filepath.Dir(file), nil
 }
 
 // observer is schedscope's observation, wired as schedscope-scheduler wires

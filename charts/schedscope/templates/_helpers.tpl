@@ -19,6 +19,23 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" (index . 1).repository ($root.Values.image.tag | default $root.Chart.AppVersion) -}}
 {{- end }}
 
+{{/* The scheduler's image: scheduler.image.tag when set, else the release's
+tag followed by -k8s<minor> of the cluster's Kubernetes minor
+(.Capabilities.KubeVersion), which must be one the release is built for. */}}
+{{- define "schedscope.schedulerImage" -}}
+{{- $image := .Values.scheduler.image -}}
+{{- if $image.tag -}}
+{{- printf "%s:%s" $image.repository $image.tag -}}
+{{- else -}}
+{{- $minor := printf "%s.%s" .Capabilities.KubeVersion.Major (trimSuffix "+" .Capabilities.KubeVersion.Minor) -}}
+{{- $minors := splitList " " (index .Chart.Annotations "schedscope.io/kubernetes-minors") -}}
+{{- if not (has $minor $minors) -}}
+{{- fail (printf "schedscope-scheduler is built for Kubernetes %s; this cluster is %s: set scheduler.image.tag to an image built for it" (join ", " $minors) .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- printf "%s:%s-k8s%s" $image.repository (.Values.image.tag | default .Chart.AppVersion) $minor -}}
+{{- end -}}
+{{- end }}
+
 {{/* The Service's DNS name, which the sidecar's certificate names. */}}
 {{- define "schedscope.sidecarHost" -}}
 schedscope-sidecar.{{ .Release.Namespace }}.svc

@@ -96,7 +96,7 @@ func serveStream(ctx context.Context, o *RecordOptions, cc *schedulerserverconfi
 // credentials gets 401, although the delegated authenticator admits it as
 // system:anonymous: a reader of the stream must be known. Refusals are
 // Status objects with a message and hold nothing of the stream.
-func withStreamAuth(h http.Handler, authn authenticator.Request, authz authorizer.UnconditionalAuthorizer) (http.Handler, error) {
+func withStreamAuth(h http.Handler, authn authenticator.Request, authz authorizer.Authorizer) (http.Handler, error) {
 	if authn == nil || authz == nil {
 		return nil, errors.New("--record-stream-allow-remote: the secure port has no authenticator or authorizer to check the stream's readers")
 	}

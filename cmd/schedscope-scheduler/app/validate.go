@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
@@ -41,12 +43,17 @@ type namedPluginSet struct {
 	*config.PluginSet
 }
 
+// pluginSets are every extension point's plugin set in p, in the order of
+// the fields of this Kubernetes minor's Plugins, each named as in the
+// configuration's YAML.
 func pluginSets(p *config.Plugins) []namedPluginSet {
-	return []namedPluginSet{
-		{"preEnqueue", &p.PreEnqueue}, {"queueSort", &p.QueueSort}, {"preFilter", &p.PreFilter}, {"filter", &p.Filter},
-		{"postFilter", &p.PostFilter}, {"preScore", &p.PreScore}, {"score", &p.Score}, {"reserve", &p.Reserve},
-		{"permit", &p.Permit}, {"preBind", &p.PreBind}, {"bind", &p.Bind}, {"postBind", &p.PostBind},
-		{"placementGenerate", &p.PlacementGenerate}, {"placementScore", &p.PlacementScore}, {"podGroupPostFilter", &p.PodGroupPostFilter},
-		{"multiPoint", &p.MultiPoint},
+	v := reflect.ValueOf(p).Elem()
+	sets := make([]namedPluginSet, 0, v.NumField())
+	for i := range v.NumField() {
+		if set, ok := v.Field(i).Addr().Interface().(*config.PluginSet); ok {
+			name := v.Type().Field(i).Name
+			sets = append(sets, namedPluginSet{strings.ToLower(name[:1]) + name[1:], set})
+		}
 	}
+	return sets
 }

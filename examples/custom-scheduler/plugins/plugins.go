@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 
 	"github.com/schedscope/schedscope/pkg/scheduler/observe"
 )
@@ -181,22 +180,6 @@ func (*QOSSort) Name() string { return QOSSortName }
 // NewQOSSort is the factory of QOSSort.
 func NewQOSSort(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 	return &QOSSort{}, nil
-}
-
-func (*QOSSort) Less(a, b fwk.QueuedEntityInfo) bool {
-	if a.GetPriority() != b.GetPriority() {
-		return a.GetPriority() > b.GetPriority()
-	}
-	// Pod entities carry their pod; pod groups are ordered by priority
-	// and arrival only.
-	pa, aok := a.(interface{ GetPod() *v1.Pod })
-	pb, bok := b.(interface{ GetPod() *v1.Pod })
-	if aok && bok {
-		if qa, qb := qosRank(pa.GetPod()), qosRank(pb.GetPod()); qa != qb {
-			return qa < qb
-		}
-	}
-	return (&queuesort.PrioritySort{}).Less(a, b)
 }
 
 func qosRank(pod *v1.Pod) int {

@@ -34,6 +34,7 @@ type attempt struct {
 	clocks []pluginClock
 
 	mu             sync.Mutex // guards the lists below (NormalizeScore runs in parallel)
+	rawScores      map[string]fwk.NodeScoreList
 	points         []record.PointRun
 	pluginStatuses []pluginStatus
 	preFilter      []record.PreFilterRun
@@ -592,7 +593,8 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 			Weighted:   v[2*p : 3*p : 3*p],
 			Total:      ns.TotalScore,
 		}
-		for j, s := range ns.RawScores {
+		raw := nodeRawScores(ns)
+		for j, s := range raw {
 			if i, ok := index.of(&index.raw, j, s.Name); ok {
 				node.Raw[i] = s.Score
 			}
@@ -608,8 +610,35 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 				node.Normalized[i] = s.Score / w
 			}
 		}
+		if raw == nil {
+			a.rawScoresKept(node, plugins, int(key.at))
+		}
 	}
 	return out
+}
+
+// keepRawScores keeps the scores plugin gave the scored nodes before its
+// NormalizeScore, in the framework's order of the scored nodes; only where
+// the framework does not keep them itself (normalizerKeepsRawScores).
+func (a *attempt) keepRawScores(plugin string, scores fwk.NodeScoreList) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rawScores == nil {
+		a.rawScores = map[string]fwk.NodeScoreList{}
+	}
+	a.rawScores[plugin] = slices.Clone(scores)
+}
+
+// rawScoresKept sets node's raw scores, the at-th scored node's, from the
+// scores keepRawScores kept; a plugin without NormalizeScore scores as it
+// is normalized.
+func (a *attempt) rawScoresKept(node *record.NodeScore, plugins []record.ScorePlugin, at int) {
+	for i, p := range plugins {
+		node.Raw[i] = node.Normalized[i]
+		if kept, ok := a.rawScores[p.Name]; ok && at < len(kept) && kept[at].Name == node.Node {
+			node.Raw[i] = kept[at].Score
+		}
+	}
 }
 
 // scoreKey orders the scored nodes: rank is the node's place in the

@@ -4,6 +4,7 @@ package observe
 
 import (
 	"context"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/api/scheduling/v1alpha2"
@@ -39,3 +40,7 @@ func (p placementScorePart) ScorePlacement(context.Context, fwk.PodGroupCycleSta
 }
 
 func (p placementScorePart) PlacementScoreExtensions() fwk.PlacementScoreExtensions { return nil }
+
+func (p queueSortPart) Less(x, y fwk.QueuedPodInfo) bool {
+	return (corev1helpers.PodPriority(x.GetPodInfo().GetPod()) > corev1helpers.PodPriority(y.GetPodInfo().GetPod())) != p.b.varied
+}

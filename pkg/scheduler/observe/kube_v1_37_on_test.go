@@ -35,3 +35,7 @@ func (p placementScorePart) ScorePlacement(context.Context, fwk.PlacementCycleSt
 }
 
 func (p placementScorePart) PlacementScoreExtensions() fwk.PlacementScoreExtensions { return nil }
+
+func (p queueSortPart) Less(x, y fwk.QueuedEntityInfo) bool {
+	return (x.GetPriority() > y.GetPriority()) != p.b.varied
+}

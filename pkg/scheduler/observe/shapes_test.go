@@ -62,10 +62,6 @@ func (p preEnqueuePart) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 
 type queueSortPart struct{ b *shapeBase }
 
-func (p queueSortPart) Less(x, y fwk.QueuedEntityInfo) bool {
-	return (x.GetPriority() > y.GetPriority()) != p.b.varied
-}
-
 type enqueueExtensionsPart struct{ b *shapeBase }
 
 func (p enqueueExtensionsPart) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {

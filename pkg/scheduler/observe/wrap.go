@@ -291,6 +291,11 @@ type normalizer struct {
 }
 
 func (w normalizer) NormalizeScore(ctx context.Context, state fwk.CycleState, p *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	if normalizerKeepsRawScores {
+		if a := attemptFrom(state); a != nil {
+			a.keepRawScores(w.o.table.plugins[w.o.index], scores)
+		}
+	}
 	start := time.Now()
 	s := w.ScoreExtensions.NormalizeScore(ctx, state, p, scores)
 	w.o.once(state, pointNormalizeScore, start, s)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/version"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/freeport"
 )
@@ -46,8 +47,11 @@ const (
 	imagePrefix = "localhost/schedscope-test"
 	imageTag    = "test"
 	namespace   = "schedscope"
-	k8sVersion  = "v1.37.2"
 )
+
+// k8sVersion is the release of k8s.io/kubernetes the newest minor's
+// scheduler is built with, which this test is built with too.
+var k8sVersion = version.Kubernetes()
 
 // podman runs podman with the repository's containers.conf.
 func podman(args ...string) ([]byte, error) {
@@ -76,9 +80,17 @@ func buildImages(t *testing.T) map[string]string {
 	}
 	t.Logf("make image took %v", time.Since(start).Round(100*time.Millisecond))
 	return map[string]string{
-		"scheduler": imagePrefix + "/schedscope-scheduler:" + imageTag,
+		"scheduler": imagePrefix + "/schedscope-scheduler:" + schedulerTag(),
 		"sidecar":   imagePrefix + "/schedscope-sidecar:" + imageTag,
 	}
+}
+
+// schedulerTag is the tag make image gives the newest minor's scheduler
+// image: imageTag-k8s<major>.<minor>.
+func schedulerTag() string {
+	major, rest, _ := strings.Cut(strings.TrimPrefix(k8sVersion, "v"), ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	return imageTag + "-k8s" + major + "." + minor
 }
 
 // imageInfo is what podman image inspect tells of an image.
