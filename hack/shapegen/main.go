@@ -6,8 +6,8 @@
 // five points that may have queueing hints with EnqueueExtensions, the four
 // points that may sign a pod with SignPlugin) are combined exhaustively: 512
 // shapes. The interfaces the framework checks one at a time (eight in
-// v1.36 and v1.37, five in v1.35) are spread over those shapes so that each
-// of their subsets occurs equally often. Each Kubernetes minor has its own
+// v1.37, seven in v1.36, five in v1.35) are spread over those shapes so
+// that each of their subsets occurs equally often. Each Kubernetes minor has its own
 // file: go run ./hack/shapegen -minor 1.36.
 package main
 
@@ -28,7 +28,7 @@ var (
 	joint       = []string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign"}
 	independent = map[string][]string{
 		"1.35": {"queueSort", "postFilter", "preBind", "bind", "postBind"},
-		"1.36": {"queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"},
+		"1.36": {"queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"},
 		"1.37": {"queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"},
 	}
 	// constraints are the build constraints of each minor's file.

@@ -610,7 +610,7 @@ func (a *attempt) scoreBreakdown() *record.Scores {
 				node.Normalized[i] = s.Score / w
 			}
 		}
-		if raw == nil {
+		if normalizerKeepsRawScores {
 			a.rawScoresKept(node, plugins, int(key.at))
 		}
 	}

@@ -195,16 +195,15 @@ func (f *observedFramework) RunReservePluginsUnreserve(ctx context.Context, stat
 	}
 }
 
-func (f *observedFramework) RunPermitPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]time.Duration, *fwk.Status) {
-	start := time.Now()
-	waits, s := f.Framework.RunPermitPlugins(ctx, state, pod, nodeName)
+// permitted records a run of the Permit plugins that started at start and
+// returned s (RunPermitPlugins is in the seam: its results differ by minor).
+func permitted(state fwk.CycleState, start time.Time, s *fwk.Status) {
 	if a := attemptFrom(state); a != nil {
 		a.addPoint(pointPermit, start, s)
 		if s.IsSuccess() || s.IsWait() {
 			a.cycleEnd = time.Now()
 		}
 	}
-	return waits, s
 }
 
 func (f *observedFramework) RunPreBindPreFlights(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {

@@ -17,7 +17,8 @@ import (
 
 // This file is the part of observe that holds for Kubernetes v1.35 alone:
 // the scheduling algorithm is given the pod without its queue entry, and
-// the framework's event recorder is an EventRecorder.
+// the framework's event recorder is an EventRecorder, and RunPermitPlugins
+// returns only a status.
 
 // eventRecorder is the type of the framework's event recorder.
 type eventRecorder = events.EventRecorder
@@ -51,4 +52,11 @@ func queuedInfo(popped *framework.QueuedPodInfo, pod *v1.Pod) *framework.QueuedP
 	}
 	podInfo, _ := framework.NewPodInfo(pod)
 	return &framework.QueuedPodInfo{PodInfo: podInfo, Timestamp: time.Now(), Attempts: 1}
+}
+
+func (f *observedFramework) RunPermitPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	start := time.Now()
+	s := f.Framework.RunPermitPlugins(ctx, state, pod, nodeName)
+	permitted(state, start, s)
+	return s
 }

@@ -4,6 +4,9 @@ package observe
 
 import (
 	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -14,7 +17,8 @@ import (
 
 // This file is the part of observe that holds from Kubernetes v1.36 on: the
 // scheduling algorithm is given the pod's queue entry, and the framework's
-// event recorder is an EventRecorderLogger.
+// event recorder is an EventRecorderLogger, and RunPermitPlugins returns
+// each plugin's wait.
 
 // eventRecorder is the type of the framework's event recorder.
 type eventRecorder = events.EventRecorderLogger
@@ -31,4 +35,11 @@ func (r *Recorder) observeSchedulePod(sched *scheduler.Scheduler) {
 			return schedulePod(ctx, f, state, podInfo)
 		})
 	}
+}
+
+func (f *observedFramework) RunPermitPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (map[string]time.Duration, *fwk.Status) {
+	start := time.Now()
+	waits, s := f.Framework.RunPermitPlugins(ctx, state, pod, nodeName)
+	permitted(state, start, s)
+	return waits, s
 }

@@ -6,25 +6,19 @@ import (
 	"context"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/api/scheduling/v1alpha2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // leftAlonePluginLists are the framework's plugin lists observePlugins
 // knowingly leaves as they are.
+//
+// The shapes of v1.36 have no PodGroupPostFilter part: v1.36's interface
+// is k8s.io/kubernetes' own and takes scheduling/v1alpha2 types, which
+// the newest minor's k8s.io/api, against which go.mod is tidied, no longer
+// has.
 var leftAlonePluginLists = []string{
 	"preEnqueuePlugins", "queueSortPlugins", "batchablePlugins", "enqueueExtensions", "extenders",
 	"podGroupPostFilterPlugins", "placementGeneratePlugins", "placementScorePlugins",
-}
-
-// podGroupPostFilterPart has v1.36's PodGroupPostFilter, an interface of
-// k8s.io/kubernetes' framework.
-type podGroupPostFilterPart struct{ b *shapeBase }
-
-func (p podGroupPostFilterPart) PodGroupPostFilter(context.Context, *v1alpha2.PodGroup, []*v1.Pod, func(context.Context) *fwk.Status) *fwk.Status {
-	p.b.called("PodGroupPostFilter")
-	return fwk.NewStatus(fwk.Unschedulable)
 }
 
 type placementGeneratePart struct{ b *shapeBase }

@@ -169,11 +169,6 @@ func (p permitPart) Permit(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nod
 
 type preBindPart struct{ b *shapeBase }
 
-func (p preBindPart) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	p.b.called("PreBindPreFlight %s %s", pod.Name, node)
-	return nil, p.b.status("PreBindPreFlight", fwk.Skip)
-}
-
 func (p preBindPart) PreBind(_ context.Context, _ fwk.CycleState, pod *v1.Pod, node string) *fwk.Status {
 	p.b.called("PreBind %s %s", pod.Name, node)
 	return nil
@@ -347,7 +342,7 @@ func exercise(t *testing.T, f framework.Framework, a *attempt) []string {
 		events, err := e.EventsToRegister(ctx)
 		say("EnqueueExtensions %s %d %v", e.Name(), len(events), err)
 	}
-	say("SignPod %v", f.SignPod(ctx, pod))
+	say("SignPod %v", signPod(ctx, f, pod))
 
 	result, s, unresolved := f.RunPreFilterPlugins(ctx, state, pod)
 	say("RunPreFilterPlugins %v %v %v", result, s, sets.List(unresolved))
@@ -373,8 +368,7 @@ func exercise(t *testing.T, f framework.Framework, a *attempt) []string {
 	say("RunScorePlugins %v %v", scores, s)
 	say("RunReservePluginsReserve %v", f.RunReservePluginsReserve(ctx, state, pod, "a"))
 	f.RunReservePluginsUnreserve(ctx, state, pod, "a")
-	waits, s := f.RunPermitPlugins(ctx, state, pod, "a")
-	say("RunPermitPlugins %v %v", waits, s)
+	say("RunPermitPlugins %s", runPermit(ctx, f, state, pod, "a"))
 	say("RunPreBindPreFlights %v", f.RunPreBindPreFlights(ctx, state, pod, "a"))
 	say("RunPreBindPlugins %v", f.RunPreBindPlugins(ctx, state, pod, "a"))
 	say("RunBindPlugins %v", f.RunBindPlugins(ctx, state, pod, "a"))

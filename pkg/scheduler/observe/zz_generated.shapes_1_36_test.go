@@ -11,1544 +11,1538 @@ var shapes = []struct {
 	parts []string
 	build func(*shapeBase) fwk.Plugin
 }{
-	{[]string{"queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape000{b, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape000{b, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preEnqueue"}, func(b *shapeBase) fwk.Plugin { return &shape001{b, preEnqueuePart{b}} }},
-	{[]string{"preFilter", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape002{b, preFilterPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape002{b, preFilterPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape003{b, preEnqueuePart{b}, preFilterPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape003{b, preEnqueuePart{b}, preFilterPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape004{b, filterPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape004{b, filterPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape005{b, preEnqueuePart{b}, filterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape005{b, preEnqueuePart{b}, filterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape006{b, preFilterPart{b}, filterPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape006{b, preFilterPart{b}, filterPart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape007{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape007{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape008{b, reservePart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin { return &shape008{b, reservePart{b}, queueSortPart{b}, postBindPart{b}} }},
+	{[]string{"preEnqueue", "reserve", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape009{b, preEnqueuePart{b}, reservePart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape009{b, preEnqueuePart{b}, reservePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "reserve", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape010{b, preFilterPart{b}, reservePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape010{b, preFilterPart{b}, reservePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape011{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "postFilter", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape011{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape012{b, filterPart{b}, reservePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "queueSort", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape012{b, filterPart{b}, reservePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape013{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape013{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape014{b, preFilterPart{b}, filterPart{b}, reservePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape014{b, preFilterPart{b}, filterPart{b}, reservePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape015{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape015{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, postFilterPart{b}, postBindPart{b}}
+	{[]string{"permit", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape016{b, permitPart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape016{b, permitPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "permit", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape017{b, preEnqueuePart{b}, permitPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape017{b, preEnqueuePart{b}, permitPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "permit", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape018{b, preFilterPart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "permit", "queueSort", "postFilter", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape018{b, preFilterPart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape019{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape019{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "permit", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape020{b, filterPart{b}, permitPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "queueSort", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape020{b, filterPart{b}, permitPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape021{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape021{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preFilter", "filter", "permit", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape022{b, preFilterPart{b}, filterPart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape022{b, preFilterPart{b}, filterPart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
-	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape023{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape023{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"reserve", "permit", "queueSort"}, func(b *shapeBase) fwk.Plugin { return &shape024{b, reservePart{b}, permitPart{b}, queueSortPart{b}} }},
-	{[]string{"preEnqueue", "reserve", "permit", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape025{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape025{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape026{b, preFilterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape026{b, preFilterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape027{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape027{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape028{b, filterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "permit", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape028{b, filterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape029{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape029{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape030{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape030{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape031{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape031{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"enqueueExtensions", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape032{b, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"enqueueExtensions", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape032{b, enqueueExtensionsPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape033{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape033{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "queueSort", "postFilter", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape034{b, preFilterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape034{b, preFilterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "postFilter", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape035{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape035{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "queueSort", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape036{b, filterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape036{b, filterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape037{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape037{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape038{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape038{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape039{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape039{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape040{b, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "enqueueExtensions", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape040{b, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape041{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape041{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape042{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape042{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape043{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape043{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "queueSort", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape044{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape044{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape045{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape045{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape046{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape046{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "postFilter"}, func(b *shapeBase) fwk.Plugin {
 		return &shape047{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape048{b, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "enqueueExtensions", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape048{b, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape049{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape049{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape050{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape050{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape051{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape051{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "queueSort", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape052{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape052{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape053{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape053{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape054{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape054{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape055{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape055{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape056{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape056{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape057{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape057{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape058{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape058{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "postFilter", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape059{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape059{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape060{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape060{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape061{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape061{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape062{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape062{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape063{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape063{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preScore", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape064{b, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preScore", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape064{b, preScorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preScore", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape065{b, preEnqueuePart{b}, preScorePart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preScore", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape065{b, preEnqueuePart{b}, preScorePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape066{b, preFilterPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "preScore", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape066{b, preFilterPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "preScore", "postFilter", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape067{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "preScore", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape067{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"filter", "preScore", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape068{b, filterPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "preScore", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape068{b, filterPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "preScore", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape069{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "preScore", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape069{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preFilter", "filter", "preScore", "queueSort", "postFilter"}, func(b *shapeBase) fwk.Plugin {
 		return &shape070{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape071{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape071{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "preScore", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape072{b, reservePart{b}, preScorePart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "preScore", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape072{b, reservePart{b}, preScorePart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "preScore", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape073{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "preScore", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape073{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape074{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "preScore", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape074{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "postFilter", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape075{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape075{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "preScore", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape076{b, filterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "preScore", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape076{b, filterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "preScore", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape077{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "preScore", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape077{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "preScore", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape078{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "preScore", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape078{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape079{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape079{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "preScore", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape080{b, permitPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "preScore", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape080{b, permitPart{b}, preScorePart{b}, queueSortPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "preScore", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape081{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "permit", "preScore", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape081{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape082{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "preScore", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape082{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape083{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape083{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "preScore", "queueSort", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape084{b, filterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"filter", "permit", "preScore", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape084{b, filterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "preScore", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape085{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "preScore", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape085{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "preScore", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape086{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "preScore", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape086{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape087{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape087{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"reserve", "permit", "preScore", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape088{b, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "preScore", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape088{b, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "preScore", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape089{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "preScore", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape089{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape090{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "preScore", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape090{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape091{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape091{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "preScore", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape092{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "preScore", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape092{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape093{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, podGroupPostFilterPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape093{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, preBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape094{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape094{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape095{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape095{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "preScore", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape096{b, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"enqueueExtensions", "preScore", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape096{b, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape097{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape097{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape098{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape098{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape099{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape099{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "preScore", "queueSort", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape100{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "preScore", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape100{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape101{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape101{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape102{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape102{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape103{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape103{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "preScore", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape104{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"reserve", "enqueueExtensions", "preScore", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape104{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape105{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape105{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape106{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape106{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "postFilter", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape107{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape107{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "queueSort", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape108{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape108{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape109{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape109{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape110{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape110{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape111{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape111{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "preScore", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape112{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "enqueueExtensions", "preScore", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape112{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape113{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape113{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape114{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape114{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape115{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape115{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "queueSort", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape116{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape116{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape117{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape117{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape118{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape118{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape119{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape119{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape120{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape120{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape121{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape121{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape122{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape122{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "postFilter", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape123{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape123{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape124{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape124{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape125{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape125{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape126{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape126{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape127{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape127{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"score", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape128{b, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"score", "queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape128{b, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "score", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape129{b, preEnqueuePart{b}, scorePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "score"}, func(b *shapeBase) fwk.Plugin { return &shape129{b, preEnqueuePart{b}, scorePart{b}} }},
+	{[]string{"preFilter", "score", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape130{b, preFilterPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "score", "queueSort", "postFilter", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape130{b, preFilterPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "score", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape131{b, preEnqueuePart{b}, preFilterPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "score", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape131{b, preEnqueuePart{b}, preFilterPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "score", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape132{b, filterPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "score", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape132{b, filterPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "score", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape133{b, preEnqueuePart{b}, filterPart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "score", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape133{b, preEnqueuePart{b}, filterPart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "score", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape134{b, preFilterPart{b}, filterPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "score", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape134{b, preFilterPart{b}, filterPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "score", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape135{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "score", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape135{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "score", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape136{b, reservePart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}}
 	}},
-	{[]string{"reserve", "score", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape136{b, reservePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "reserve", "score", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape137{b, preEnqueuePart{b}, reservePart{b}, scorePart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "score", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape137{b, preEnqueuePart{b}, reservePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "score", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape138{b, preFilterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape138{b, preFilterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "score", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape139{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "score", "postFilter", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape139{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"filter", "reserve", "score", "queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape140{b, filterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "score", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape140{b, filterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "score", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape141{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "score", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape141{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, scorePart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "score", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape142{b, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "score", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape142{b, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "score", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape143{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "score", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape143{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "score", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape144{b, permitPart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "score", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape144{b, permitPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "permit", "score", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape145{b, preEnqueuePart{b}, permitPart{b}, scorePart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "score", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape145{b, preEnqueuePart{b}, permitPart{b}, scorePart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "score", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape146{b, preFilterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "permit", "score", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape146{b, preFilterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "score", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape147{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "score", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape147{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "permit", "score", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape148{b, filterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "score", "queueSort", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape148{b, filterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "score", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape149{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, scorePart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "score", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape149{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "permit", "score", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape150{b, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "score", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape150{b, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "score", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape151{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "score", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape151{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "score", "queueSort"}, func(b *shapeBase) fwk.Plugin {
+		return &shape152{b, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}}
 	}},
-	{[]string{"reserve", "permit", "score", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape152{b, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "score", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape153{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, scorePart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "score", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape153{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "score", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape154{b, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape154{b, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "score", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape155{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "score", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape155{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "score", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape156{b, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "score", "queueSort", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape156{b, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "score", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape157{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "score", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape157{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "score", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape158{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "score", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape158{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "score", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape159{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "score", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape159{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}}
+	{[]string{"enqueueExtensions", "score", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape160{b, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "score", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape160{b, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "score", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape161{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, scorePart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "score", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape161{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, scorePart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape162{b, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "score", "queueSort", "postFilter", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape162{b, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "score", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape163{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "score", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape163{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "score", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape164{b, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "score", "queueSort", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape164{b, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "score", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape165{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "score", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape165{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "score", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape166{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "score", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape166{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "score", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape167{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "score", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape167{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "enqueueExtensions", "score", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape168{b, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "score", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape168{b, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "score", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape169{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "score", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape169{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape170{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape170{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "score", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape171{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "score", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape171{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "score", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape172{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "score", "queueSort", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape172{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "score", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape173{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "score", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape173{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "score", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape174{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape174{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "score", "postFilter"}, func(b *shapeBase) fwk.Plugin {
+		return &shape175{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "score", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape175{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, placementScorePart{b}}
+	{[]string{"permit", "enqueueExtensions", "score", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape176{b, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "score", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape176{b, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "score", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape177{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "score", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape177{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape178{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape178{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "score", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape179{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "score", "postFilter", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape179{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "score", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape180{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "score", "queueSort", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape180{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "score", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape181{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "score", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape181{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape182{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape182{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "score", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape183{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "score", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape183{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "score", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape184{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "score", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape184{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "score", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape185{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "score", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape185{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape186{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape186{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "score", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape187{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "score", "postFilter", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape187{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape188{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape188{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "score", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape189{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "score", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape189{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape190{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape190{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape191{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape191{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preScore", "score", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape192{b, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preScore", "score", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape192{b, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preScore", "score", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape193{b, preEnqueuePart{b}, preScorePart{b}, scorePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preScore", "score", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape193{b, preEnqueuePart{b}, preScorePart{b}, scorePart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "preScore", "score", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape194{b, preFilterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape194{b, preFilterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "preScore", "score", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape195{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "preScore", "score", "postFilter", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape195{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "preScore", "score", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape196{b, filterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "preScore", "score", "queueSort", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape196{b, filterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "preScore", "score", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape197{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "preScore", "score", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape197{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "preScore", "score", "queueSort", "postFilter"}, func(b *shapeBase) fwk.Plugin {
+		return &shape198{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "preScore", "score", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape198{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "score", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape199{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "score", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape199{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"reserve", "preScore", "score", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape200{b, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "preScore", "score", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape200{b, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "preScore", "score", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape201{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "preScore", "score", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape201{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "preScore", "score", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape202{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape202{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "score", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape203{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "score", "postFilter", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape203{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "preScore", "score", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape204{b, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "preScore", "score", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape204{b, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "preScore", "score", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape205{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "preScore", "score", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape205{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "preScore", "score", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape206{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "preScore", "score", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape206{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "score", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape207{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "score", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape207{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "preScore", "score", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape208{b, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}}
 	}},
-	{[]string{"permit", "preScore", "score", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape208{b, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "permit", "preScore", "score", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape209{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "preScore", "score", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape209{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "preScore", "score", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape210{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape210{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "score", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape211{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "score", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape211{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "permit", "preScore", "score", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape212{b, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "permit", "preScore", "score", "queueSort", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape212{b, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "preScore", "score", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape213{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "preScore", "score", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape213{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "preScore", "score", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape214{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "preScore", "score", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape214{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "score", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape215{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "score", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape215{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "preScore", "score", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape216{b, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "preScore", "score", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape216{b, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "preScore", "score", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape217{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "preScore", "score", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape217{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "preScore", "score", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape218{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape218{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "score", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape219{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "score", "postFilter", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape219{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "reserve", "permit", "preScore", "score", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape220{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "preScore", "score", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape220{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "score", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape221{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "score", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape221{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "score", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape222{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "score", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape222{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "score", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape223{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "score", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape223{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"enqueueExtensions", "preScore", "score", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape224{b, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "preScore", "score", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape224{b, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "score", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape225{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "score", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape225{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postBindPart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape226{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape226{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "score", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape227{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "score", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape227{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "enqueueExtensions", "preScore", "score", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape228{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "preScore", "score", "queueSort", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape228{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "score", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape229{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "score", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape229{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape230{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape230{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "score", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape231{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "score", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape231{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}}
+	{[]string{"reserve", "enqueueExtensions", "preScore", "score", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape232{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "preScore", "score", "queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape232{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "score", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape233{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "score", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape233{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape234{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape234{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "score", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape235{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "score", "postFilter", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape235{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape236{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape236{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "score", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape237{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "score", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape237{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape238{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape238{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape239{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape239{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "enqueueExtensions", "preScore", "score", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape240{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "preScore", "score", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape240{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "score", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape241{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "score", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape241{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape242{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape242{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape243{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape243{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape244{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape244{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "score", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape245{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "score", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape245{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape246{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape246{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape247{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape247{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape248{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape248{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "score", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape249{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "score", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape249{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape250{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape250{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape251{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape251{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape252{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape252{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape253{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape253{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape254{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape254{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape255{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape255{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
-	}},
-	{[]string{"sign", "queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape256{b, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"sign", "queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape256{b, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preEnqueue", "sign"}, func(b *shapeBase) fwk.Plugin { return &shape257{b, preEnqueuePart{b}, signPart{b}} }},
-	{[]string{"preFilter", "sign", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape258{b, preFilterPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "sign", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape258{b, preFilterPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "sign", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape259{b, preEnqueuePart{b}, preFilterPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "sign", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape259{b, preEnqueuePart{b}, preFilterPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "sign", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape260{b, filterPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "sign", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape260{b, filterPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "sign", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape261{b, preEnqueuePart{b}, filterPart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "sign", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape261{b, preEnqueuePart{b}, filterPart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "sign", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape262{b, preFilterPart{b}, filterPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "sign", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape262{b, preFilterPart{b}, filterPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "sign", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape263{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "sign", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape263{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "sign", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape264{b, reservePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "sign", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape264{b, reservePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "sign", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape265{b, preEnqueuePart{b}, reservePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "reserve", "sign", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape265{b, preEnqueuePart{b}, reservePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape266{b, preFilterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape266{b, preFilterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "sign", "postFilter", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape267{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "sign", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape267{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "sign", "queueSort", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape268{b, filterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"filter", "reserve", "sign", "queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape268{b, filterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "sign", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape269{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "sign", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape269{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape270{b, preFilterPart{b}, filterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape270{b, preFilterPart{b}, filterPart{b}, reservePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "sign", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape271{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "sign", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape271{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"permit", "sign", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape272{b, permitPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"permit", "sign", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape272{b, permitPart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "sign", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape273{b, preEnqueuePart{b}, permitPart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "permit", "sign", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape273{b, preEnqueuePart{b}, permitPart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape274{b, preFilterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preFilter", "permit", "sign", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape274{b, preFilterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape275{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape275{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "permit", "sign", "queueSort", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape276{b, filterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "permit", "sign", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape276{b, filterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "sign", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape277{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "sign", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape277{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, signPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "sign", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape278{b, preFilterPart{b}, filterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "permit", "sign", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape278{b, preFilterPart{b}, filterPart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "sign", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape279{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "sign", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape279{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"reserve", "permit", "sign", "queueSort"}, func(b *shapeBase) fwk.Plugin {
 		return &shape280{b, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "sign", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape281{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "sign", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape281{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape282{b, preFilterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "sign", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape282{b, preFilterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "sign", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape283{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "sign", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape283{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape284{b, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "permit", "sign", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape284{b, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "sign", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape285{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "sign", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape285{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape286{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "sign", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape286{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "sign", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape287{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "sign", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape287{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"enqueueExtensions", "sign", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape288{b, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"enqueueExtensions", "sign", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape288{b, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "sign", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape289{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "sign", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape289{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, signPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "sign", "queueSort", "postFilter", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape290{b, preFilterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape290{b, preFilterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "sign", "postFilter", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape291{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "sign", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape291{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "sign", "queueSort", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape292{b, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "sign", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape292{b, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "sign", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape293{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "sign", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape293{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "sign", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape294{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "sign", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape294{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "sign", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape295{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "sign", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape295{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "sign", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape296{b, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "enqueueExtensions", "sign", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape296{b, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "sign", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape297{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "sign", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape297{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape298{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape298{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "sign", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape299{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "sign", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape299{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "sign", "queueSort", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape300{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "sign", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape300{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "sign", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape301{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "sign", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape301{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape302{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "sign", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape302{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "sign", "postFilter"}, func(b *shapeBase) fwk.Plugin {
 		return &shape303{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "sign", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape304{b, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "enqueueExtensions", "sign", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape304{b, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "sign", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape305{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "sign", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape305{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape306{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape306{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape307{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "sign", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape307{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "sign", "queueSort", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape308{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "sign", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape308{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "sign", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape309{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "sign", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape309{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape310{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape310{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "sign", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape311{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "sign", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape311{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "sign", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape312{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "sign", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape312{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "sign", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape313{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "sign", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape313{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape314{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape314{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "sign", "postFilter", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape315{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "sign", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape315{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape316{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape316{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "sign", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape317{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "sign", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape317{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape318{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "sign", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape318{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "sign", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape319{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "sign", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape319{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preScore", "sign", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape320{b, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preScore", "sign", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape320{b, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preScore", "sign", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape321{b, preEnqueuePart{b}, preScorePart{b}, signPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preScore", "sign", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape321{b, preEnqueuePart{b}, preScorePart{b}, signPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape322{b, preFilterPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "preScore", "sign", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape322{b, preFilterPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "preScore", "sign", "postFilter", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape323{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "preScore", "sign", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape323{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"filter", "preScore", "sign", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape324{b, filterPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "preScore", "sign", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape324{b, filterPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "preScore", "sign", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape325{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "preScore", "sign", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape325{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
 	{[]string{"preFilter", "filter", "preScore", "sign", "queueSort", "postFilter"}, func(b *shapeBase) fwk.Plugin {
 		return &shape326{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "sign", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape327{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "sign", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape327{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "preScore", "sign", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape328{b, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "preScore", "sign", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape328{b, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "preScore", "sign", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape329{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "preScore", "sign", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape329{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape330{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape330{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "sign", "postFilter", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape331{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "sign", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape331{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "preScore", "sign", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape332{b, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "preScore", "sign", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape332{b, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "preScore", "sign", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape333{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "preScore", "sign", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape333{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape334{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "preScore", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape334{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "sign", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape335{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "sign", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape335{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "preScore", "sign", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape336{b, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "preScore", "sign", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape336{b, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "preScore", "sign", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape337{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "permit", "preScore", "sign", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape337{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape338{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "preScore", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape338{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape339{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape339{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "preScore", "sign", "queueSort", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape340{b, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"filter", "permit", "preScore", "sign", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape340{b, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "preScore", "sign", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape341{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "preScore", "sign", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape341{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "preScore", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape342{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "preScore", "sign", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape342{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "sign", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape343{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "sign", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape343{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"reserve", "permit", "preScore", "sign", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape344{b, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "preScore", "sign", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape344{b, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "preScore", "sign", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape345{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "preScore", "sign", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape345{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape346{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape346{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "sign", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape347{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "sign", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape347{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "preScore", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape348{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "preScore", "sign", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape348{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "sign", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape349{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "sign", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape349{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape350{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "sign", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape350{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "sign", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape351{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "sign", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape351{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "preScore", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape352{b, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"enqueueExtensions", "preScore", "sign", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape352{b, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "sign", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape353{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "sign", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape353{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape354{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape354{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "sign", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape355{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape355{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "preScore", "sign", "queueSort", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape356{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "preScore", "sign", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape356{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "sign", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape357{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "sign", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape357{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape358{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape358{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape359{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "sign", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape359{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape360{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape360{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "sign", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape361{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "sign", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape361{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape362{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape362{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "sign", "postFilter", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape363{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape363{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape364{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape364{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape365{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape365{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape366{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape366{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape367{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "sign", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape367{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "preScore", "sign", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape368{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "enqueueExtensions", "preScore", "sign", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape368{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "sign", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape369{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "sign", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape369{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape370{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape370{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape371{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape371{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape372{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape372{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "sign", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape373{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "sign", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape373{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape374{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape374{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape375{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape375{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape376{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape376{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape377{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape377{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape378{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape378{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape379{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape379{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape380{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape380{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape381{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape381{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape382{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape382{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape383{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "sign", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape383{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"score", "sign", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape384{b, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"score", "sign", "queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape384{b, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "score", "sign", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape385{b, preEnqueuePart{b}, scorePart{b}, signPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "score", "sign"}, func(b *shapeBase) fwk.Plugin { return &shape385{b, preEnqueuePart{b}, scorePart{b}, signPart{b}} }},
+	{[]string{"preFilter", "score", "sign", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape386{b, preFilterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape386{b, preFilterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "score", "sign", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape387{b, preEnqueuePart{b}, preFilterPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape387{b, preEnqueuePart{b}, preFilterPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "score", "sign", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape388{b, filterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "score", "sign", "queueSort", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape388{b, filterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "score", "sign", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape389{b, preEnqueuePart{b}, filterPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "score", "sign", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape389{b, preEnqueuePart{b}, filterPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "score", "sign", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape390{b, preFilterPart{b}, filterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "score", "sign", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape390{b, preFilterPart{b}, filterPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "score", "sign", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape391{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "score", "sign", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape391{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "score", "sign", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape392{b, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}}
 	}},
-	{[]string{"reserve", "score", "sign", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape392{b, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "reserve", "score", "sign", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape393{b, preEnqueuePart{b}, reservePart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "score", "sign", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape393{b, preEnqueuePart{b}, reservePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape394{b, preFilterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape394{b, preFilterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "score", "sign", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape395{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "score", "sign", "postFilter", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape395{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"filter", "reserve", "score", "sign", "queueSort", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape396{b, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape396{b, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "score", "sign", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape397{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "score", "sign", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape397{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "score", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape398{b, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape398{b, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "score", "sign", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape399{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "score", "sign", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape399{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"permit", "score", "sign", "queueSort", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape400{b, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "score", "sign", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape400{b, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "permit", "score", "sign", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape401{b, preEnqueuePart{b}, permitPart{b}, scorePart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "score", "sign", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape401{b, preEnqueuePart{b}, permitPart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "score", "sign", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape402{b, preFilterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "permit", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape402{b, preFilterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "score", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape403{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape403{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "permit", "score", "sign", "queueSort", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape404{b, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "score", "sign", "queueSort", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape404{b, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "score", "sign", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape405{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "score", "sign", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape405{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "permit", "score", "sign", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape406{b, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "score", "sign", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape406{b, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "score", "sign", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape407{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "score", "sign", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape407{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "score", "sign", "queueSort"}, func(b *shapeBase) fwk.Plugin {
+		return &shape408{b, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}}
 	}},
-	{[]string{"reserve", "permit", "score", "sign", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape408{b, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "score", "sign", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape409{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "score", "sign", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape409{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape410{b, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape410{b, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "score", "sign", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape411{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "score", "sign", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape411{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "score", "sign", "queueSort", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape412{b, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape412{b, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "score", "sign", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape413{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "score", "sign", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape413{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "score", "sign", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape414{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "score", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape414{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "score", "sign", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape415{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "score", "sign", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape415{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}}
+	{[]string{"enqueueExtensions", "score", "sign", "queueSort", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape416{b, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "score", "sign", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape416{b, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "score", "sign", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape417{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "score", "sign", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape417{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape418{b, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter"}, func(b *shapeBase) fwk.Plugin {
-		return &shape418{b, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape419{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape419{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "enqueueExtensions", "score", "sign", "queueSort", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape420{b, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "score", "sign", "queueSort", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape420{b, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "score", "sign", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape421{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "score", "sign", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape421{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape422{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape422{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "score", "sign", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape423{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape423{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "enqueueExtensions", "score", "sign", "queueSort", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape424{b, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "score", "sign", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape424{b, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "score", "sign", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape425{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "score", "sign", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape425{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape426{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape426{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape427{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "score", "sign", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape427{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape428{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape428{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "score", "sign", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape429{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "score", "sign", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape429{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape430{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape430{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "score", "sign", "postFilter"}, func(b *shapeBase) fwk.Plugin {
+		return &shape431{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "score", "sign", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape431{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, placementScorePart{b}}
+	{[]string{"permit", "enqueueExtensions", "score", "sign", "queueSort", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape432{b, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "score", "sign", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape432{b, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "score", "sign", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape433{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "score", "sign", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape433{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape434{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape434{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape435{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape435{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape436{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape436{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "score", "sign", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape437{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "score", "sign", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape437{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape438{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape438{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "score", "sign", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape439{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape439{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape440{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape440{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "score", "sign", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape441{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "score", "sign", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape441{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape442{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape442{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "score", "sign", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape443{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "score", "sign", "postFilter", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape443{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape444{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape444{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape445{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape445{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape446{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "queueSort", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape446{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape447{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "score", "sign", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape447{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preScore", "score", "sign", "queueSort", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape448{b, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preScore", "score", "sign", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape448{b, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preScore", "score", "sign", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape449{b, preEnqueuePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preScore", "score", "sign", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape449{b, preEnqueuePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape450{b, preFilterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape450{b, preFilterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "preScore", "score", "sign", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape451{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape451{b, preEnqueuePart{b}, preFilterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "preScore", "score", "sign", "queueSort", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape452{b, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape452{b, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "filter", "preScore", "score", "sign", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape453{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "preScore", "score", "sign", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape453{b, preEnqueuePart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "preScore", "score", "sign", "queueSort", "postFilter"}, func(b *shapeBase) fwk.Plugin {
+		return &shape454{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "preScore", "score", "sign", "queueSort", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape454{b, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "score", "sign", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape455{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "preScore", "score", "sign", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape455{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"reserve", "preScore", "score", "sign", "queueSort", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape456{b, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "preScore", "score", "sign", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape456{b, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "preScore", "score", "sign", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape457{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "preScore", "score", "sign", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape457{b, preEnqueuePart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape458{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape458{b, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "score", "sign", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape459{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape459{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "preScore", "score", "sign", "queueSort", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape460{b, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape460{b, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "preScore", "score", "sign", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape461{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "preScore", "score", "sign", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape461{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preFilter", "filter", "reserve", "preScore", "score", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape462{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape462{b, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "score", "sign", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape463{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "preScore", "score", "sign", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape463{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "preScore", "score", "sign", "queueSort", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape464{b, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}}
 	}},
-	{[]string{"permit", "preScore", "score", "sign", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape464{b, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}}
+	{[]string{"preEnqueue", "permit", "preScore", "score", "sign", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape465{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "preScore", "score", "sign", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape465{b, preEnqueuePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape466{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape466{b, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "score", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape467{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape467{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "permit", "preScore", "score", "sign", "queueSort", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape468{b, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "permit", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape468{b, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "preScore", "score", "sign", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape469{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "preScore", "score", "sign", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape469{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape470{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape470{b, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "score", "sign", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape471{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "preScore", "score", "sign", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape471{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"reserve", "permit", "preScore", "score", "sign", "queueSort", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape472{b, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"reserve", "permit", "preScore", "score", "sign", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape472{b, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "preScore", "score", "sign", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape473{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "preScore", "score", "sign", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape473{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape474{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape474{b, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "score", "sign", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape475{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape475{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"filter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape476{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape476{b, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "score", "sign", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape477{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "preScore", "score", "sign", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape477{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape478{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape478{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "score", "sign", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape479{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "preScore", "score", "sign", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape479{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"enqueueExtensions", "preScore", "score", "sign", "queueSort", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape480{b, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape480{b, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "score", "sign", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape481{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "enqueueExtensions", "preScore", "score", "sign", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape481{b, preEnqueuePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape482{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape482{b, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape483{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape483{b, preEnqueuePart{b}, preFilterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"filter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape484{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"filter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape484{b, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "score", "sign", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape485{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "enqueueExtensions", "preScore", "score", "sign", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape485{b, preEnqueuePart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape486{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape486{b, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape487{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape487{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}}
+	{[]string{"reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape488{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape488{b, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "score", "sign", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape489{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "enqueueExtensions", "preScore", "score", "sign", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape489{b, preEnqueuePart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape490{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape490{b, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape491{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape491{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape492{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape492{b, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape493{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "podGroupPostFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape493{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape494{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape494{b, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape495{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape495{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, placementGeneratePart{b}}
+	{[]string{"permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape496{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape496{b, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "score", "sign", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape497{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "permit", "enqueueExtensions", "preScore", "score", "sign", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape497{b, preEnqueuePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape498{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preFilter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "bind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape498{b, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape499{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape499{b, preEnqueuePart{b}, preFilterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape500{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}}
 	}},
-	{[]string{"filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape500{b, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "preBind", "bind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape501{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "podGroupPostFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape501{b, preEnqueuePart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}}
+	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape502{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, postBindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape502{b, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "bind", "postBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape503{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape503{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape504{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape504{b, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postBindPart{b}}
+	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "bind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape505{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, bindPart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape505{b, preEnqueuePart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
+	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind", "bind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape506{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}, bindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "podGroupPostFilter", "preBind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape506{b, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "preBind", "postBind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape507{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, preBindPart{b}, postBindPart{b}}
 	}},
-	{[]string{"preEnqueue", "preFilter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "podGroupPostFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape507{b, preEnqueuePart{b}, preFilterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, podGroupPostFilterPart{b}, bindPart{b}}
+	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "preBind", "bind", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape508{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
-	{[]string{"filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "podGroupPostFilter", "preBind", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape508{b, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, podGroupPostFilterPart{b}, preBindPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "preBind", "placementGenerate", "placementScore"}, func(b *shapeBase) fwk.Plugin {
+		return &shape509{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, preBindPart{b}, placementGeneratePart{b}, placementScorePart{b}}
 	}},
-	{[]string{"preEnqueue", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "podGroupPostFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
-		return &shape509{b, preEnqueuePart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, podGroupPostFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
+	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "bind"}, func(b *shapeBase) fwk.Plugin {
+		return &shape510{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, bindPart{b}}
 	}},
-	{[]string{"preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "queueSort", "postFilter", "preBind"}, func(b *shapeBase) fwk.Plugin {
-		return &shape510{b, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, queueSortPart{b}, postFilterPart{b}, preBindPart{b}}
-	}},
-	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "bind", "postBind", "placementScore"}, func(b *shapeBase) fwk.Plugin {
-		return &shape511{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, bindPart{b}, postBindPart{b}, placementScorePart{b}}
+	{[]string{"preEnqueue", "preFilter", "filter", "reserve", "permit", "enqueueExtensions", "preScore", "score", "sign", "postFilter", "postBind", "placementGenerate"}, func(b *shapeBase) fwk.Plugin {
+		return &shape511{b, preEnqueuePart{b}, preFilterPart{b}, filterPart{b}, reservePart{b}, permitPart{b}, enqueueExtensionsPart{b}, preScorePart{b}, scorePart{b}, signPart{b}, postFilterPart{b}, postBindPart{b}, placementGeneratePart{b}}
 	}},
 }
 
 type shape000 struct {
 	*shapeBase
 	queueSortPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape001 struct {
@@ -1561,9 +1555,8 @@ type shape002 struct {
 	preFilterPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape003 struct {
@@ -1571,17 +1564,16 @@ type shape003 struct {
 	preEnqueuePart
 	preFilterPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape004 struct {
 	*shapeBase
 	filterPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -1591,10 +1583,9 @@ type shape005 struct {
 	*shapeBase
 	preEnqueuePart
 	filterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape006 struct {
@@ -1603,7 +1594,7 @@ type shape006 struct {
 	filterPart
 	queueSortPart
 	postFilterPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape007 struct {
@@ -1612,8 +1603,7 @@ type shape007 struct {
 	preFilterPart
 	filterPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -1622,17 +1612,16 @@ type shape008 struct {
 	*shapeBase
 	reservePart
 	queueSortPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape009 struct {
 	*shapeBase
 	preEnqueuePart
 	reservePart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape010 struct {
@@ -1641,10 +1630,9 @@ type shape010 struct {
 	reservePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -1654,8 +1642,7 @@ type shape011 struct {
 	preFilterPart
 	reservePart
 	postFilterPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape012 struct {
@@ -1663,9 +1650,9 @@ type shape012 struct {
 	filterPart
 	reservePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape013 struct {
@@ -1673,9 +1660,8 @@ type shape013 struct {
 	preEnqueuePart
 	filterPart
 	reservePart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -1686,10 +1672,10 @@ type shape014 struct {
 	reservePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape015 struct {
@@ -1699,15 +1685,14 @@ type shape015 struct {
 	filterPart
 	reservePart
 	postFilterPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape016 struct {
 	*shapeBase
 	permitPart
 	queueSortPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -1715,9 +1700,9 @@ type shape017 struct {
 	*shapeBase
 	preEnqueuePart
 	permitPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape018 struct {
@@ -1726,8 +1711,8 @@ type shape018 struct {
 	permitPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape019 struct {
@@ -1736,11 +1721,10 @@ type shape019 struct {
 	preFilterPart
 	permitPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape020 struct {
@@ -1748,9 +1732,9 @@ type shape020 struct {
 	filterPart
 	permitPart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape021 struct {
@@ -1758,8 +1742,8 @@ type shape021 struct {
 	preEnqueuePart
 	filterPart
 	permitPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape022 struct {
@@ -1769,9 +1753,8 @@ type shape022 struct {
 	permitPart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape023 struct {
@@ -1781,9 +1764,9 @@ type shape023 struct {
 	filterPart
 	permitPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape024 struct {
@@ -1798,9 +1781,8 @@ type shape025 struct {
 	preEnqueuePart
 	reservePart
 	permitPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape026 struct {
@@ -1810,9 +1792,9 @@ type shape026 struct {
 	permitPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape027 struct {
@@ -1822,8 +1804,7 @@ type shape027 struct {
 	reservePart
 	permitPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -1835,10 +1816,9 @@ type shape028 struct {
 	reservePart
 	permitPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape029 struct {
@@ -1847,8 +1827,8 @@ type shape029 struct {
 	filterPart
 	reservePart
 	permitPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape030 struct {
@@ -1859,8 +1839,7 @@ type shape030 struct {
 	permitPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -1873,24 +1852,22 @@ type shape031 struct {
 	reservePart
 	permitPart
 	postFilterPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape032 struct {
 	*shapeBase
 	enqueueExtensionsPart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape033 struct {
 	*shapeBase
 	preEnqueuePart
 	enqueueExtensionsPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -1901,8 +1878,7 @@ type shape034 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape035 struct {
@@ -1911,9 +1887,9 @@ type shape035 struct {
 	preFilterPart
 	enqueueExtensionsPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape036 struct {
@@ -1921,9 +1897,8 @@ type shape036 struct {
 	filterPart
 	enqueueExtensionsPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -1932,11 +1907,11 @@ type shape037 struct {
 	preEnqueuePart
 	filterPart
 	enqueueExtensionsPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape038 struct {
@@ -1946,7 +1921,7 @@ type shape038 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape039 struct {
@@ -1956,8 +1931,7 @@ type shape039 struct {
 	filterPart
 	enqueueExtensionsPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -1966,9 +1940,9 @@ type shape040 struct {
 	reservePart
 	enqueueExtensionsPart
 	queueSortPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape041 struct {
@@ -1976,8 +1950,8 @@ type shape041 struct {
 	preEnqueuePart
 	reservePart
 	enqueueExtensionsPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape042 struct {
@@ -1987,11 +1961,10 @@ type shape042 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape043 struct {
@@ -2001,9 +1974,9 @@ type shape043 struct {
 	reservePart
 	enqueueExtensionsPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape044 struct {
@@ -2012,8 +1985,8 @@ type shape044 struct {
 	reservePart
 	enqueueExtensionsPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape045 struct {
@@ -2022,10 +1995,9 @@ type shape045 struct {
 	filterPart
 	reservePart
 	enqueueExtensionsPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape046 struct {
@@ -2036,9 +2008,9 @@ type shape046 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape047 struct {
@@ -2056,9 +2028,8 @@ type shape048 struct {
 	permitPart
 	enqueueExtensionsPart
 	queueSortPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape049 struct {
@@ -2066,8 +2037,8 @@ type shape049 struct {
 	preEnqueuePart
 	permitPart
 	enqueueExtensionsPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape050 struct {
@@ -2077,8 +2048,7 @@ type shape050 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -2091,10 +2061,9 @@ type shape051 struct {
 	permitPart
 	enqueueExtensionsPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape052 struct {
@@ -2103,8 +2072,8 @@ type shape052 struct {
 	permitPart
 	enqueueExtensionsPart
 	queueSortPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape053 struct {
@@ -2113,9 +2082,8 @@ type shape053 struct {
 	filterPart
 	permitPart
 	enqueueExtensionsPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2128,8 +2096,7 @@ type shape054 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape055 struct {
@@ -2140,9 +2107,9 @@ type shape055 struct {
 	permitPart
 	enqueueExtensionsPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape056 struct {
@@ -2151,7 +2118,6 @@ type shape056 struct {
 	permitPart
 	enqueueExtensionsPart
 	queueSortPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2162,8 +2128,7 @@ type shape057 struct {
 	reservePart
 	permitPart
 	enqueueExtensionsPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape058 struct {
@@ -2174,9 +2139,9 @@ type shape058 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape059 struct {
@@ -2187,9 +2152,8 @@ type shape059 struct {
 	permitPart
 	enqueueExtensionsPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -2200,11 +2164,11 @@ type shape060 struct {
 	permitPart
 	enqueueExtensionsPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape061 struct {
@@ -2214,8 +2178,8 @@ type shape061 struct {
 	reservePart
 	permitPart
 	enqueueExtensionsPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape062 struct {
@@ -2227,8 +2191,7 @@ type shape062 struct {
 	enqueueExtensionsPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -2241,24 +2204,23 @@ type shape063 struct {
 	permitPart
 	enqueueExtensionsPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape064 struct {
 	*shapeBase
 	preScorePart
 	queueSortPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape065 struct {
 	*shapeBase
 	preEnqueuePart
 	preScorePart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -2268,9 +2230,9 @@ type shape066 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape067 struct {
@@ -2279,8 +2241,8 @@ type shape067 struct {
 	preFilterPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape068 struct {
@@ -2288,10 +2250,9 @@ type shape068 struct {
 	filterPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape069 struct {
@@ -2299,10 +2260,10 @@ type shape069 struct {
 	preEnqueuePart
 	filterPart
 	preScorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape070 struct {
@@ -2321,9 +2282,8 @@ type shape071 struct {
 	filterPart
 	preScorePart
 	postFilterPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape072 struct {
@@ -2331,8 +2291,8 @@ type shape072 struct {
 	reservePart
 	preScorePart
 	queueSortPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape073 struct {
@@ -2340,7 +2300,6 @@ type shape073 struct {
 	preEnqueuePart
 	reservePart
 	preScorePart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -2354,10 +2313,9 @@ type shape074 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape075 struct {
@@ -2367,8 +2325,8 @@ type shape075 struct {
 	reservePart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape076 struct {
@@ -2377,9 +2335,8 @@ type shape076 struct {
 	reservePart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2390,9 +2347,8 @@ type shape077 struct {
 	filterPart
 	reservePart
 	preScorePart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape078 struct {
@@ -2403,9 +2359,9 @@ type shape078 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape079 struct {
@@ -2416,7 +2372,6 @@ type shape079 struct {
 	reservePart
 	preScorePart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2426,8 +2381,7 @@ type shape080 struct {
 	permitPart
 	preScorePart
 	queueSortPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape081 struct {
@@ -2435,8 +2389,8 @@ type shape081 struct {
 	preEnqueuePart
 	permitPart
 	preScorePart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape082 struct {
@@ -2446,9 +2400,8 @@ type shape082 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -2459,11 +2412,11 @@ type shape083 struct {
 	permitPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape084 struct {
@@ -2472,8 +2425,8 @@ type shape084 struct {
 	permitPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape085 struct {
@@ -2482,9 +2435,8 @@ type shape085 struct {
 	filterPart
 	permitPart
 	preScorePart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -2496,9 +2448,9 @@ type shape086 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape087 struct {
@@ -2509,8 +2461,8 @@ type shape087 struct {
 	permitPart
 	preScorePart
 	postFilterPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape088 struct {
@@ -2519,7 +2471,6 @@ type shape088 struct {
 	permitPart
 	preScorePart
 	queueSortPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -2529,9 +2480,9 @@ type shape089 struct {
 	reservePart
 	permitPart
 	preScorePart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape090 struct {
@@ -2542,8 +2493,8 @@ type shape090 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape091 struct {
@@ -2554,10 +2505,9 @@ type shape091 struct {
 	permitPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape092 struct {
@@ -2567,10 +2517,10 @@ type shape092 struct {
 	permitPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape093 struct {
@@ -2580,7 +2530,7 @@ type shape093 struct {
 	reservePart
 	permitPart
 	preScorePart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape094 struct {
@@ -2592,9 +2542,8 @@ type shape094 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape095 struct {
@@ -2606,8 +2555,8 @@ type shape095 struct {
 	permitPart
 	preScorePart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape096 struct {
@@ -2615,7 +2564,6 @@ type shape096 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -2627,8 +2575,7 @@ type shape097 struct {
 	preEnqueuePart
 	enqueueExtensionsPart
 	preScorePart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape098 struct {
@@ -2638,8 +2585,8 @@ type shape098 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape099 struct {
@@ -2649,9 +2596,8 @@ type shape099 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2662,9 +2608,8 @@ type shape100 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape101 struct {
@@ -2673,10 +2618,10 @@ type shape101 struct {
 	filterPart
 	enqueueExtensionsPart
 	preScorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape102 struct {
@@ -2687,7 +2632,6 @@ type shape102 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2700,8 +2644,7 @@ type shape103 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape104 struct {
@@ -2710,8 +2653,8 @@ type shape104 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape105 struct {
@@ -2720,9 +2663,8 @@ type shape105 struct {
 	reservePart
 	enqueueExtensionsPart
 	preScorePart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -2734,11 +2676,11 @@ type shape106 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape107 struct {
@@ -2749,8 +2691,8 @@ type shape107 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape108 struct {
@@ -2760,9 +2702,8 @@ type shape108 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -2773,10 +2714,10 @@ type shape109 struct {
 	reservePart
 	enqueueExtensionsPart
 	preScorePart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape110 struct {
@@ -2788,8 +2729,8 @@ type shape110 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape111 struct {
@@ -2801,7 +2742,6 @@ type shape111 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -2811,9 +2751,9 @@ type shape112 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape113 struct {
@@ -2822,7 +2762,7 @@ type shape113 struct {
 	permitPart
 	enqueueExtensionsPart
 	preScorePart
-	bindPart
+	postBindPart
 }
 
 type shape114 struct {
@@ -2833,10 +2773,9 @@ type shape114 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape115 struct {
@@ -2847,10 +2786,10 @@ type shape115 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape116 struct {
@@ -2860,7 +2799,7 @@ type shape116 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape117 struct {
@@ -2870,10 +2809,9 @@ type shape117 struct {
 	permitPart
 	enqueueExtensionsPart
 	preScorePart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape118 struct {
@@ -2885,8 +2823,8 @@ type shape118 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape119 struct {
@@ -2898,7 +2836,6 @@ type shape119 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -2912,8 +2849,7 @@ type shape120 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape121 struct {
@@ -2923,8 +2859,8 @@ type shape121 struct {
 	permitPart
 	enqueueExtensionsPart
 	preScorePart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape122 struct {
@@ -2936,9 +2872,8 @@ type shape122 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2952,9 +2887,8 @@ type shape123 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape124 struct {
@@ -2965,10 +2899,10 @@ type shape124 struct {
 	enqueueExtensionsPart
 	preScorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape125 struct {
@@ -2979,8 +2913,7 @@ type shape125 struct {
 	permitPart
 	enqueueExtensionsPart
 	preScorePart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -2995,8 +2928,7 @@ type shape126 struct {
 	preScorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape127 struct {
@@ -3009,17 +2941,16 @@ type shape127 struct {
 	enqueueExtensionsPart
 	preScorePart
 	postFilterPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape128 struct {
 	*shapeBase
 	scorePart
 	queueSortPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3027,7 +2958,6 @@ type shape129 struct {
 	*shapeBase
 	preEnqueuePart
 	scorePart
-	placementScorePart
 }
 
 type shape130 struct {
@@ -3036,8 +2966,8 @@ type shape130 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape131 struct {
@@ -3046,9 +2976,8 @@ type shape131 struct {
 	preFilterPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -3057,10 +2986,10 @@ type shape132 struct {
 	filterPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape133 struct {
@@ -3068,9 +2997,9 @@ type shape133 struct {
 	preEnqueuePart
 	filterPart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape134 struct {
@@ -3080,7 +3009,6 @@ type shape134 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -3091,9 +3019,9 @@ type shape135 struct {
 	filterPart
 	scorePart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape136 struct {
@@ -3101,7 +3029,7 @@ type shape136 struct {
 	reservePart
 	scorePart
 	queueSortPart
-	bindPart
+	postBindPart
 }
 
 type shape137 struct {
@@ -3109,10 +3037,9 @@ type shape137 struct {
 	preEnqueuePart
 	reservePart
 	scorePart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape138 struct {
@@ -3122,10 +3049,10 @@ type shape138 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape139 struct {
@@ -3135,7 +3062,7 @@ type shape139 struct {
 	reservePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape140 struct {
@@ -3144,10 +3071,9 @@ type shape140 struct {
 	reservePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape141 struct {
@@ -3156,9 +3082,9 @@ type shape141 struct {
 	filterPart
 	reservePart
 	scorePart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape142 struct {
@@ -3169,7 +3095,6 @@ type shape142 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -3184,8 +3109,7 @@ type shape143 struct {
 	reservePart
 	scorePart
 	postFilterPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape144 struct {
@@ -3193,8 +3117,8 @@ type shape144 struct {
 	permitPart
 	scorePart
 	queueSortPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape145 struct {
@@ -3202,7 +3126,6 @@ type shape145 struct {
 	preEnqueuePart
 	permitPart
 	scorePart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -3215,9 +3138,8 @@ type shape146 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape147 struct {
@@ -3227,10 +3149,10 @@ type shape147 struct {
 	permitPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape148 struct {
@@ -3239,8 +3161,7 @@ type shape148 struct {
 	permitPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -3251,9 +3172,8 @@ type shape149 struct {
 	filterPart
 	permitPart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape150 struct {
@@ -3264,8 +3184,8 @@ type shape150 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape151 struct {
@@ -3276,9 +3196,8 @@ type shape151 struct {
 	permitPart
 	scorePart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3288,7 +3207,6 @@ type shape152 struct {
 	permitPart
 	scorePart
 	queueSortPart
-	placementScorePart
 }
 
 type shape153 struct {
@@ -3297,8 +3215,8 @@ type shape153 struct {
 	reservePart
 	permitPart
 	scorePart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape154 struct {
@@ -3309,9 +3227,8 @@ type shape154 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -3323,10 +3240,10 @@ type shape155 struct {
 	permitPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape156 struct {
@@ -3336,9 +3253,9 @@ type shape156 struct {
 	permitPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape157 struct {
@@ -3348,8 +3265,7 @@ type shape157 struct {
 	reservePart
 	permitPart
 	scorePart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -3362,9 +3278,9 @@ type shape158 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape159 struct {
@@ -3376,7 +3292,7 @@ type shape159 struct {
 	permitPart
 	scorePart
 	postFilterPart
-	bindPart
+	postBindPart
 }
 
 type shape160 struct {
@@ -3384,10 +3300,9 @@ type shape160 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape161 struct {
@@ -3395,8 +3310,8 @@ type shape161 struct {
 	preEnqueuePart
 	enqueueExtensionsPart
 	scorePart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape162 struct {
@@ -3406,7 +3321,7 @@ type shape162 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape163 struct {
@@ -3416,10 +3331,9 @@ type shape163 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape164 struct {
@@ -3428,9 +3342,9 @@ type shape164 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape165 struct {
@@ -3439,7 +3353,6 @@ type shape165 struct {
 	filterPart
 	enqueueExtensionsPart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -3455,8 +3368,7 @@ type shape166 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape167 struct {
@@ -3467,8 +3379,8 @@ type shape167 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape168 struct {
@@ -3477,7 +3389,6 @@ type shape168 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -3489,9 +3400,8 @@ type shape169 struct {
 	reservePart
 	enqueueExtensionsPart
 	scorePart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape170 struct {
@@ -3502,10 +3412,10 @@ type shape170 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape171 struct {
@@ -3516,8 +3426,7 @@ type shape171 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -3529,9 +3438,8 @@ type shape172 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape173 struct {
@@ -3541,9 +3449,9 @@ type shape173 struct {
 	reservePart
 	enqueueExtensionsPart
 	scorePart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape174 struct {
@@ -3555,9 +3463,8 @@ type shape174 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3570,7 +3477,6 @@ type shape175 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	placementScorePart
 }
 
 type shape176 struct {
@@ -3579,8 +3485,8 @@ type shape176 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape177 struct {
@@ -3589,8 +3495,7 @@ type shape177 struct {
 	permitPart
 	enqueueExtensionsPart
 	scorePart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3602,10 +3507,10 @@ type shape178 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape179 struct {
@@ -3616,9 +3521,9 @@ type shape179 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape180 struct {
@@ -3628,8 +3533,7 @@ type shape180 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -3640,10 +3544,10 @@ type shape181 struct {
 	permitPart
 	enqueueExtensionsPart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape182 struct {
@@ -3655,7 +3559,7 @@ type shape182 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	bindPart
+	postBindPart
 }
 
 type shape183 struct {
@@ -3667,10 +3571,9 @@ type shape183 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape184 struct {
@@ -3680,8 +3583,8 @@ type shape184 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape185 struct {
@@ -3691,7 +3594,7 @@ type shape185 struct {
 	permitPart
 	enqueueExtensionsPart
 	scorePart
-	preBindPart
+	bindPart
 }
 
 type shape186 struct {
@@ -3703,10 +3606,9 @@ type shape186 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape187 struct {
@@ -3718,9 +3620,9 @@ type shape187 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape188 struct {
@@ -3731,7 +3633,6 @@ type shape188 struct {
 	enqueueExtensionsPart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -3747,9 +3648,8 @@ type shape189 struct {
 	permitPart
 	enqueueExtensionsPart
 	scorePart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape190 struct {
@@ -3762,8 +3662,8 @@ type shape190 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape191 struct {
@@ -3776,7 +3676,6 @@ type shape191 struct {
 	enqueueExtensionsPart
 	scorePart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -3787,9 +3686,8 @@ type shape192 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape193 struct {
@@ -3797,7 +3695,7 @@ type shape193 struct {
 	preEnqueuePart
 	preScorePart
 	scorePart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape194 struct {
@@ -3807,8 +3705,7 @@ type shape194 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -3820,9 +3717,8 @@ type shape195 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape196 struct {
@@ -3831,9 +3727,9 @@ type shape196 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape197 struct {
@@ -3842,10 +3738,9 @@ type shape197 struct {
 	filterPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3857,7 +3752,6 @@ type shape198 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	placementScorePart
 }
 
 type shape199 struct {
@@ -3868,8 +3762,8 @@ type shape199 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape200 struct {
@@ -3878,8 +3772,7 @@ type shape200 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -3889,10 +3782,10 @@ type shape201 struct {
 	reservePart
 	preScorePart
 	scorePart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape202 struct {
@@ -3903,9 +3796,9 @@ type shape202 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape203 struct {
@@ -3916,8 +3809,7 @@ type shape203 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -3928,10 +3820,10 @@ type shape204 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape205 struct {
@@ -3941,8 +3833,8 @@ type shape205 struct {
 	reservePart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape206 struct {
@@ -3954,10 +3846,9 @@ type shape206 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape207 struct {
@@ -3969,8 +3860,8 @@ type shape207 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape208 struct {
@@ -3979,7 +3870,7 @@ type shape208 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	preBindPart
+	bindPart
 }
 
 type shape209 struct {
@@ -3988,9 +3879,8 @@ type shape209 struct {
 	permitPart
 	preScorePart
 	scorePart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape210 struct {
@@ -4001,9 +3891,9 @@ type shape210 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape211 struct {
@@ -4014,7 +3904,6 @@ type shape211 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -4029,9 +3918,8 @@ type shape212 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape213 struct {
@@ -4041,9 +3929,9 @@ type shape213 struct {
 	permitPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape214 struct {
@@ -4055,7 +3943,6 @@ type shape214 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -4070,9 +3957,8 @@ type shape215 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape216 struct {
@@ -4082,7 +3968,7 @@ type shape216 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape217 struct {
@@ -4092,8 +3978,7 @@ type shape217 struct {
 	permitPart
 	preScorePart
 	scorePart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -4107,9 +3992,8 @@ type shape218 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape219 struct {
@@ -4121,9 +4005,9 @@ type shape219 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape220 struct {
@@ -4134,10 +4018,9 @@ type shape220 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -4149,8 +4032,7 @@ type shape221 struct {
 	permitPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape222 struct {
@@ -4163,8 +4045,8 @@ type shape222 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape223 struct {
@@ -4177,8 +4059,7 @@ type shape223 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -4188,10 +4069,10 @@ type shape224 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape225 struct {
@@ -4200,7 +4081,7 @@ type shape225 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape226 struct {
@@ -4211,8 +4092,7 @@ type shape226 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -4224,10 +4104,10 @@ type shape227 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape228 struct {
@@ -4237,8 +4117,8 @@ type shape228 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape229 struct {
@@ -4248,11 +4128,10 @@ type shape229 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape230 struct {
@@ -4264,8 +4143,8 @@ type shape230 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape231 struct {
@@ -4277,7 +4156,7 @@ type shape231 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	preBindPart
+	bindPart
 }
 
 type shape232 struct {
@@ -4287,9 +4166,8 @@ type shape232 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape233 struct {
@@ -4299,9 +4177,9 @@ type shape233 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape234 struct {
@@ -4313,7 +4191,6 @@ type shape234 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -4330,9 +4207,8 @@ type shape235 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape236 struct {
@@ -4343,9 +4219,9 @@ type shape236 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape237 struct {
@@ -4356,8 +4232,7 @@ type shape237 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -4373,9 +4248,8 @@ type shape238 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape239 struct {
@@ -4388,7 +4262,7 @@ type shape239 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape240 struct {
@@ -4398,8 +4272,7 @@ type shape240 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -4411,8 +4284,7 @@ type shape241 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape242 struct {
@@ -4424,9 +4296,9 @@ type shape242 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape243 struct {
@@ -4438,10 +4310,9 @@ type shape243 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -4453,8 +4324,7 @@ type shape244 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape245 struct {
@@ -4465,9 +4335,9 @@ type shape245 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape246 struct {
@@ -4480,8 +4350,7 @@ type shape246 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -4495,10 +4364,10 @@ type shape247 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape248 struct {
@@ -4509,7 +4378,7 @@ type shape248 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape249 struct {
@@ -4520,8 +4389,7 @@ type shape249 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -4535,10 +4403,10 @@ type shape250 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape251 struct {
@@ -4551,8 +4419,8 @@ type shape251 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape252 struct {
@@ -4564,11 +4432,10 @@ type shape252 struct {
 	preScorePart
 	scorePart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape253 struct {
@@ -4580,9 +4447,9 @@ type shape253 struct {
 	enqueueExtensionsPart
 	preScorePart
 	scorePart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape254 struct {
@@ -4596,7 +4463,7 @@ type shape254 struct {
 	scorePart
 	queueSortPart
 	postFilterPart
-	preBindPart
+	bindPart
 }
 
 type shape255 struct {
@@ -4610,18 +4477,17 @@ type shape255 struct {
 	preScorePart
 	scorePart
 	postFilterPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape256 struct {
 	*shapeBase
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape257 struct {
@@ -4636,9 +4502,8 @@ type shape258 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape259 struct {
@@ -4647,9 +4512,9 @@ type shape259 struct {
 	preFilterPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape260 struct {
@@ -4657,8 +4522,7 @@ type shape260 struct {
 	filterPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -4669,10 +4533,9 @@ type shape261 struct {
 	preEnqueuePart
 	filterPart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape262 struct {
@@ -4682,7 +4545,7 @@ type shape262 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape263 struct {
@@ -4692,8 +4555,7 @@ type shape263 struct {
 	filterPart
 	signPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -4703,8 +4565,7 @@ type shape264 struct {
 	reservePart
 	signPart
 	queueSortPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape265 struct {
@@ -4712,9 +4573,9 @@ type shape265 struct {
 	preEnqueuePart
 	reservePart
 	signPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape266 struct {
@@ -4724,10 +4585,9 @@ type shape266 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -4738,8 +4598,7 @@ type shape267 struct {
 	reservePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape268 struct {
@@ -4748,9 +4607,9 @@ type shape268 struct {
 	reservePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape269 struct {
@@ -4759,9 +4618,8 @@ type shape269 struct {
 	filterPart
 	reservePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -4773,10 +4631,10 @@ type shape270 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape271 struct {
@@ -4787,7 +4645,7 @@ type shape271 struct {
 	reservePart
 	signPart
 	postFilterPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape272 struct {
@@ -4795,8 +4653,7 @@ type shape272 struct {
 	permitPart
 	signPart
 	queueSortPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -4805,9 +4662,9 @@ type shape273 struct {
 	preEnqueuePart
 	permitPart
 	signPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape274 struct {
@@ -4817,8 +4674,8 @@ type shape274 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape275 struct {
@@ -4828,11 +4685,10 @@ type shape275 struct {
 	permitPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape276 struct {
@@ -4841,9 +4697,9 @@ type shape276 struct {
 	permitPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape277 struct {
@@ -4852,8 +4708,8 @@ type shape277 struct {
 	filterPart
 	permitPart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape278 struct {
@@ -4864,9 +4720,8 @@ type shape278 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape279 struct {
@@ -4877,9 +4732,9 @@ type shape279 struct {
 	permitPart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape280 struct {
@@ -4896,9 +4751,8 @@ type shape281 struct {
 	reservePart
 	permitPart
 	signPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape282 struct {
@@ -4909,9 +4763,9 @@ type shape282 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape283 struct {
@@ -4922,8 +4776,7 @@ type shape283 struct {
 	permitPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -4936,10 +4789,9 @@ type shape284 struct {
 	permitPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape285 struct {
@@ -4949,8 +4801,8 @@ type shape285 struct {
 	reservePart
 	permitPart
 	signPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape286 struct {
@@ -4962,8 +4814,7 @@ type shape286 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -4977,8 +4828,7 @@ type shape287 struct {
 	permitPart
 	signPart
 	postFilterPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape288 struct {
@@ -4986,9 +4836,9 @@ type shape288 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape289 struct {
@@ -4996,7 +4846,6 @@ type shape289 struct {
 	preEnqueuePart
 	enqueueExtensionsPart
 	signPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5008,8 +4857,7 @@ type shape290 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape291 struct {
@@ -5019,9 +4867,9 @@ type shape291 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape292 struct {
@@ -5030,9 +4878,8 @@ type shape292 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -5042,11 +4889,11 @@ type shape293 struct {
 	filterPart
 	enqueueExtensionsPart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape294 struct {
@@ -5057,7 +4904,7 @@ type shape294 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape295 struct {
@@ -5068,8 +4915,7 @@ type shape295 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -5079,9 +4925,9 @@ type shape296 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape297 struct {
@@ -5090,8 +4936,8 @@ type shape297 struct {
 	reservePart
 	enqueueExtensionsPart
 	signPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape298 struct {
@@ -5102,11 +4948,10 @@ type shape298 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape299 struct {
@@ -5117,9 +4962,9 @@ type shape299 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape300 struct {
@@ -5129,8 +4974,8 @@ type shape300 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape301 struct {
@@ -5140,10 +4985,9 @@ type shape301 struct {
 	reservePart
 	enqueueExtensionsPart
 	signPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape302 struct {
@@ -5155,9 +4999,9 @@ type shape302 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape303 struct {
@@ -5177,9 +5021,8 @@ type shape304 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape305 struct {
@@ -5188,8 +5031,8 @@ type shape305 struct {
 	permitPart
 	enqueueExtensionsPart
 	signPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape306 struct {
@@ -5200,8 +5043,7 @@ type shape306 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -5215,10 +5057,9 @@ type shape307 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape308 struct {
@@ -5228,8 +5069,8 @@ type shape308 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape309 struct {
@@ -5239,9 +5080,8 @@ type shape309 struct {
 	permitPart
 	enqueueExtensionsPart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5255,8 +5095,7 @@ type shape310 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape311 struct {
@@ -5268,9 +5107,9 @@ type shape311 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape312 struct {
@@ -5280,7 +5119,6 @@ type shape312 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5292,8 +5130,7 @@ type shape313 struct {
 	permitPart
 	enqueueExtensionsPart
 	signPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape314 struct {
@@ -5305,9 +5142,9 @@ type shape314 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape315 struct {
@@ -5319,9 +5156,8 @@ type shape315 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -5333,11 +5169,11 @@ type shape316 struct {
 	enqueueExtensionsPart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape317 struct {
@@ -5348,8 +5184,8 @@ type shape317 struct {
 	permitPart
 	enqueueExtensionsPart
 	signPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape318 struct {
@@ -5362,8 +5198,7 @@ type shape318 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -5377,9 +5212,9 @@ type shape319 struct {
 	enqueueExtensionsPart
 	signPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape320 struct {
@@ -5387,8 +5222,8 @@ type shape320 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape321 struct {
@@ -5396,7 +5231,6 @@ type shape321 struct {
 	preEnqueuePart
 	preScorePart
 	signPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -5407,9 +5241,9 @@ type shape322 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape323 struct {
@@ -5419,8 +5253,8 @@ type shape323 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape324 struct {
@@ -5429,10 +5263,9 @@ type shape324 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape325 struct {
@@ -5441,10 +5274,10 @@ type shape325 struct {
 	filterPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape326 struct {
@@ -5465,9 +5298,8 @@ type shape327 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape328 struct {
@@ -5476,8 +5308,8 @@ type shape328 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape329 struct {
@@ -5486,7 +5318,6 @@ type shape329 struct {
 	reservePart
 	preScorePart
 	signPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -5501,10 +5332,9 @@ type shape330 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape331 struct {
@@ -5515,8 +5345,8 @@ type shape331 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape332 struct {
@@ -5526,9 +5356,8 @@ type shape332 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5540,9 +5369,8 @@ type shape333 struct {
 	reservePart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape334 struct {
@@ -5554,9 +5382,9 @@ type shape334 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape335 struct {
@@ -5568,7 +5396,6 @@ type shape335 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5579,8 +5406,7 @@ type shape336 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape337 struct {
@@ -5589,8 +5415,8 @@ type shape337 struct {
 	permitPart
 	preScorePart
 	signPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape338 struct {
@@ -5601,9 +5427,8 @@ type shape338 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
 	placementScorePart
 }
 
@@ -5615,11 +5440,11 @@ type shape339 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape340 struct {
@@ -5629,8 +5454,8 @@ type shape340 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape341 struct {
@@ -5640,9 +5465,8 @@ type shape341 struct {
 	permitPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -5655,9 +5479,9 @@ type shape342 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape343 struct {
@@ -5669,8 +5493,8 @@ type shape343 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape344 struct {
@@ -5680,7 +5504,6 @@ type shape344 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -5691,9 +5514,9 @@ type shape345 struct {
 	permitPart
 	preScorePart
 	signPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape346 struct {
@@ -5705,8 +5528,8 @@ type shape346 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
+	bindPart
 }
 
 type shape347 struct {
@@ -5718,10 +5541,9 @@ type shape347 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape348 struct {
@@ -5732,10 +5554,10 @@ type shape348 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape349 struct {
@@ -5746,7 +5568,7 @@ type shape349 struct {
 	permitPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape350 struct {
@@ -5759,9 +5581,8 @@ type shape350 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape351 struct {
@@ -5774,8 +5595,8 @@ type shape351 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape352 struct {
@@ -5784,7 +5605,6 @@ type shape352 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -5797,8 +5617,7 @@ type shape353 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape354 struct {
@@ -5809,8 +5628,8 @@ type shape354 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
+	placementScorePart
 }
 
 type shape355 struct {
@@ -5821,9 +5640,8 @@ type shape355 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5835,9 +5653,8 @@ type shape356 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape357 struct {
@@ -5847,10 +5664,10 @@ type shape357 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape358 struct {
@@ -5862,7 +5679,6 @@ type shape358 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -5876,8 +5692,7 @@ type shape359 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape360 struct {
@@ -5887,8 +5702,8 @@ type shape360 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape361 struct {
@@ -5898,9 +5713,8 @@ type shape361 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -5913,11 +5727,11 @@ type shape362 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape363 struct {
@@ -5929,8 +5743,8 @@ type shape363 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape364 struct {
@@ -5941,9 +5755,8 @@ type shape364 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -5955,10 +5768,10 @@ type shape365 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape366 struct {
@@ -5971,8 +5784,8 @@ type shape366 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape367 struct {
@@ -5985,7 +5798,6 @@ type shape367 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -5996,9 +5808,9 @@ type shape368 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape369 struct {
@@ -6008,7 +5820,7 @@ type shape369 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	bindPart
+	postBindPart
 }
 
 type shape370 struct {
@@ -6020,10 +5832,9 @@ type shape370 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape371 struct {
@@ -6035,10 +5846,10 @@ type shape371 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape372 struct {
@@ -6049,7 +5860,7 @@ type shape372 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape373 struct {
@@ -6060,10 +5871,9 @@ type shape373 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape374 struct {
@@ -6076,8 +5886,8 @@ type shape374 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape375 struct {
@@ -6090,7 +5900,6 @@ type shape375 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -6105,8 +5914,7 @@ type shape376 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape377 struct {
@@ -6117,8 +5925,8 @@ type shape377 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape378 struct {
@@ -6131,9 +5939,8 @@ type shape378 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -6148,9 +5955,8 @@ type shape379 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape380 struct {
@@ -6162,10 +5968,10 @@ type shape380 struct {
 	preScorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape381 struct {
@@ -6177,8 +5983,7 @@ type shape381 struct {
 	enqueueExtensionsPart
 	preScorePart
 	signPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -6194,8 +5999,7 @@ type shape382 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape383 struct {
@@ -6209,8 +6013,8 @@ type shape383 struct {
 	preScorePart
 	signPart
 	postFilterPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape384 struct {
@@ -6218,9 +6022,8 @@ type shape384 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -6229,7 +6032,6 @@ type shape385 struct {
 	preEnqueuePart
 	scorePart
 	signPart
-	placementScorePart
 }
 
 type shape386 struct {
@@ -6239,8 +6041,8 @@ type shape386 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape387 struct {
@@ -6250,9 +6052,8 @@ type shape387 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -6262,10 +6063,10 @@ type shape388 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape389 struct {
@@ -6274,9 +6075,9 @@ type shape389 struct {
 	filterPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape390 struct {
@@ -6287,7 +6088,6 @@ type shape390 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	placementGeneratePart
 	placementScorePart
 }
 
@@ -6299,9 +6099,9 @@ type shape391 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape392 struct {
@@ -6310,7 +6110,7 @@ type shape392 struct {
 	scorePart
 	signPart
 	queueSortPart
-	bindPart
+	postBindPart
 }
 
 type shape393 struct {
@@ -6319,10 +6119,9 @@ type shape393 struct {
 	reservePart
 	scorePart
 	signPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape394 struct {
@@ -6333,10 +6132,10 @@ type shape394 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape395 struct {
@@ -6347,7 +6146,7 @@ type shape395 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape396 struct {
@@ -6357,10 +6156,9 @@ type shape396 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape397 struct {
@@ -6370,9 +6168,9 @@ type shape397 struct {
 	reservePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape398 struct {
@@ -6384,7 +6182,6 @@ type shape398 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
@@ -6400,8 +6197,7 @@ type shape399 struct {
 	scorePart
 	signPart
 	postFilterPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape400 struct {
@@ -6410,8 +6206,8 @@ type shape400 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape401 struct {
@@ -6420,7 +6216,6 @@ type shape401 struct {
 	permitPart
 	scorePart
 	signPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -6434,9 +6229,8 @@ type shape402 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementScorePart
+	preBindPart
+	postBindPart
 }
 
 type shape403 struct {
@@ -6447,10 +6241,10 @@ type shape403 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape404 struct {
@@ -6460,8 +6254,7 @@ type shape404 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -6473,9 +6266,8 @@ type shape405 struct {
 	permitPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape406 struct {
@@ -6487,8 +6279,8 @@ type shape406 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape407 struct {
@@ -6500,9 +6292,8 @@ type shape407 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -6513,7 +6304,6 @@ type shape408 struct {
 	scorePart
 	signPart
 	queueSortPart
-	placementScorePart
 }
 
 type shape409 struct {
@@ -6523,8 +6313,8 @@ type shape409 struct {
 	permitPart
 	scorePart
 	signPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape410 struct {
@@ -6536,9 +6326,8 @@ type shape410 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -6551,10 +6340,10 @@ type shape411 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape412 struct {
@@ -6565,9 +6354,9 @@ type shape412 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape413 struct {
@@ -6578,8 +6367,7 @@ type shape413 struct {
 	permitPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -6593,9 +6381,9 @@ type shape414 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape415 struct {
@@ -6608,7 +6396,7 @@ type shape415 struct {
 	scorePart
 	signPart
 	postFilterPart
-	bindPart
+	postBindPart
 }
 
 type shape416 struct {
@@ -6617,10 +6405,9 @@ type shape416 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape417 struct {
@@ -6629,8 +6416,8 @@ type shape417 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape418 struct {
@@ -6641,7 +6428,7 @@ type shape418 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
+	preBindPart
 }
 
 type shape419 struct {
@@ -6652,10 +6439,9 @@ type shape419 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape420 struct {
@@ -6665,9 +6451,9 @@ type shape420 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape421 struct {
@@ -6677,7 +6463,6 @@ type shape421 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -6694,8 +6479,7 @@ type shape422 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape423 struct {
@@ -6707,8 +6491,8 @@ type shape423 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape424 struct {
@@ -6718,7 +6502,6 @@ type shape424 struct {
 	scorePart
 	signPart
 	queueSortPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -6731,9 +6514,8 @@ type shape425 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape426 struct {
@@ -6745,10 +6527,10 @@ type shape426 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape427 struct {
@@ -6760,8 +6542,7 @@ type shape427 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -6774,9 +6555,8 @@ type shape428 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape429 struct {
@@ -6787,9 +6567,9 @@ type shape429 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape430 struct {
@@ -6802,9 +6582,8 @@ type shape430 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -6818,7 +6597,6 @@ type shape431 struct {
 	scorePart
 	signPart
 	postFilterPart
-	placementScorePart
 }
 
 type shape432 struct {
@@ -6828,8 +6606,8 @@ type shape432 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape433 struct {
@@ -6839,8 +6617,7 @@ type shape433 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -6853,10 +6630,10 @@ type shape434 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape435 struct {
@@ -6868,9 +6645,9 @@ type shape435 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape436 struct {
@@ -6881,8 +6658,7 @@ type shape436 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -6894,10 +6670,10 @@ type shape437 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape438 struct {
@@ -6910,7 +6686,7 @@ type shape438 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
+	postBindPart
 }
 
 type shape439 struct {
@@ -6923,10 +6699,9 @@ type shape439 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape440 struct {
@@ -6937,8 +6712,8 @@ type shape440 struct {
 	scorePart
 	signPart
 	queueSortPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape441 struct {
@@ -6949,7 +6724,7 @@ type shape441 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	preBindPart
+	bindPart
 }
 
 type shape442 struct {
@@ -6962,10 +6737,9 @@ type shape442 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
-	placementScorePart
+	bindPart
+	placementGeneratePart
 }
 
 type shape443 struct {
@@ -6978,9 +6752,9 @@ type shape443 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape444 struct {
@@ -6992,7 +6766,6 @@ type shape444 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -7009,9 +6782,8 @@ type shape445 struct {
 	enqueueExtensionsPart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape446 struct {
@@ -7025,8 +6797,8 @@ type shape446 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape447 struct {
@@ -7040,7 +6812,6 @@ type shape447 struct {
 	scorePart
 	signPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -7052,9 +6823,8 @@ type shape448 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape449 struct {
@@ -7063,7 +6833,7 @@ type shape449 struct {
 	preScorePart
 	scorePart
 	signPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape450 struct {
@@ -7074,8 +6844,7 @@ type shape450 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -7088,9 +6857,8 @@ type shape451 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape452 struct {
@@ -7100,9 +6868,9 @@ type shape452 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape453 struct {
@@ -7112,10 +6880,9 @@ type shape453 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7128,7 +6895,6 @@ type shape454 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	placementScorePart
 }
 
 type shape455 struct {
@@ -7140,8 +6906,8 @@ type shape455 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape456 struct {
@@ -7151,8 +6917,7 @@ type shape456 struct {
 	scorePart
 	signPart
 	queueSortPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7163,10 +6928,10 @@ type shape457 struct {
 	preScorePart
 	scorePart
 	signPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape458 struct {
@@ -7178,9 +6943,9 @@ type shape458 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
+	postBindPart
 }
 
 type shape459 struct {
@@ -7192,8 +6957,7 @@ type shape459 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -7205,10 +6969,10 @@ type shape460 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape461 struct {
@@ -7219,8 +6983,8 @@ type shape461 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape462 struct {
@@ -7233,10 +6997,9 @@ type shape462 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape463 struct {
@@ -7249,8 +7012,8 @@ type shape463 struct {
 	scorePart
 	signPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape464 struct {
@@ -7260,7 +7023,7 @@ type shape464 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
+	bindPart
 }
 
 type shape465 struct {
@@ -7270,9 +7033,8 @@ type shape465 struct {
 	preScorePart
 	scorePart
 	signPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape466 struct {
@@ -7284,9 +7046,9 @@ type shape466 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
-	placementGeneratePart
+	preBindPart
+	postBindPart
+	placementScorePart
 }
 
 type shape467 struct {
@@ -7298,7 +7060,6 @@ type shape467 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -7314,9 +7075,8 @@ type shape468 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape469 struct {
@@ -7327,9 +7087,9 @@ type shape469 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape470 struct {
@@ -7342,7 +7102,6 @@ type shape470 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -7358,9 +7117,8 @@ type shape471 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape472 struct {
@@ -7371,7 +7129,7 @@ type shape472 struct {
 	scorePart
 	signPart
 	queueSortPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape473 struct {
@@ -7382,8 +7140,7 @@ type shape473 struct {
 	preScorePart
 	scorePart
 	signPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -7398,9 +7155,8 @@ type shape474 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	placementScorePart
+	bindPart
 }
 
 type shape475 struct {
@@ -7413,9 +7169,9 @@ type shape475 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape476 struct {
@@ -7427,10 +7183,9 @@ type shape476 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7443,8 +7198,7 @@ type shape477 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape478 struct {
@@ -7458,8 +7212,8 @@ type shape478 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape479 struct {
@@ -7473,8 +7227,7 @@ type shape479 struct {
 	scorePart
 	signPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7485,10 +7238,10 @@ type shape480 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape481 struct {
@@ -7498,7 +7251,7 @@ type shape481 struct {
 	preScorePart
 	scorePart
 	signPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape482 struct {
@@ -7510,8 +7263,7 @@ type shape482 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	placementGeneratePart
+	preBindPart
 	placementScorePart
 }
 
@@ -7524,10 +7276,10 @@ type shape483 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape484 struct {
@@ -7538,8 +7290,8 @@ type shape484 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape485 struct {
@@ -7550,11 +7302,10 @@ type shape485 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape486 struct {
@@ -7567,8 +7318,8 @@ type shape486 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape487 struct {
@@ -7581,7 +7332,7 @@ type shape487 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
+	bindPart
 }
 
 type shape488 struct {
@@ -7592,9 +7343,8 @@ type shape488 struct {
 	scorePart
 	signPart
 	queueSortPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape489 struct {
@@ -7605,9 +7355,9 @@ type shape489 struct {
 	preScorePart
 	scorePart
 	signPart
-	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
+	placementScorePart
 }
 
 type shape490 struct {
@@ -7620,7 +7370,6 @@ type shape490 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
@@ -7638,9 +7387,8 @@ type shape491 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	postBindPart
-	placementScorePart
+	preBindPart
+	placementGeneratePart
 }
 
 type shape492 struct {
@@ -7652,9 +7400,9 @@ type shape492 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
-	placementGeneratePart
+	bindPart
+	placementScorePart
 }
 
 type shape493 struct {
@@ -7666,8 +7414,7 @@ type shape493 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
 	placementGeneratePart
 	placementScorePart
@@ -7684,9 +7431,8 @@ type shape494 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
 	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape495 struct {
@@ -7700,7 +7446,7 @@ type shape495 struct {
 	scorePart
 	signPart
 	postFilterPart
-	placementGeneratePart
+	placementScorePart
 }
 
 type shape496 struct {
@@ -7711,8 +7457,7 @@ type shape496 struct {
 	scorePart
 	signPart
 	queueSortPart
-	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
 	placementScorePart
 }
@@ -7725,8 +7470,7 @@ type shape497 struct {
 	preScorePart
 	scorePart
 	signPart
-	bindPart
-	placementScorePart
+	postBindPart
 }
 
 type shape498 struct {
@@ -7739,9 +7483,9 @@ type shape498 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
 	postBindPart
+	placementGeneratePart
 }
 
 type shape499 struct {
@@ -7754,10 +7498,9 @@ type shape499 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7770,8 +7513,7 @@ type shape500 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
-	placementScorePart
+	preBindPart
 }
 
 type shape501 struct {
@@ -7783,9 +7525,9 @@ type shape501 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
+	placementGeneratePart
 }
 
 type shape502 struct {
@@ -7799,8 +7541,7 @@ type shape502 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	bindPart
-	placementGeneratePart
+	postBindPart
 	placementScorePart
 }
 
@@ -7815,10 +7556,10 @@ type shape503 struct {
 	scorePart
 	signPart
 	postFilterPart
-	preBindPart
 	bindPart
 	postBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape504 struct {
@@ -7830,7 +7571,7 @@ type shape504 struct {
 	scorePart
 	signPart
 	queueSortPart
-	postBindPart
+	placementGeneratePart
 }
 
 type shape505 struct {
@@ -7842,8 +7583,7 @@ type shape505 struct {
 	preScorePart
 	scorePart
 	signPart
-	preBindPart
-	placementGeneratePart
+	bindPart
 	placementScorePart
 }
 
@@ -7858,10 +7598,10 @@ type shape506 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	podGroupPostFilterPart
 	preBindPart
-	postBindPart
+	bindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape507 struct {
@@ -7875,8 +7615,8 @@ type shape507 struct {
 	scorePart
 	signPart
 	postFilterPart
-	podGroupPostFilterPart
-	bindPart
+	preBindPart
+	postBindPart
 }
 
 type shape508 struct {
@@ -7889,11 +7629,10 @@ type shape508 struct {
 	scorePart
 	signPart
 	queueSortPart
-	podGroupPostFilterPart
 	preBindPart
 	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }
 
 type shape509 struct {
@@ -7906,9 +7645,9 @@ type shape509 struct {
 	preScorePart
 	scorePart
 	signPart
-	podGroupPostFilterPart
-	postBindPart
+	preBindPart
 	placementGeneratePart
+	placementScorePart
 }
 
 type shape510 struct {
@@ -7923,7 +7662,7 @@ type shape510 struct {
 	signPart
 	queueSortPart
 	postFilterPart
-	preBindPart
+	bindPart
 }
 
 type shape511 struct {
@@ -7938,7 +7677,6 @@ type shape511 struct {
 	scorePart
 	signPart
 	postFilterPart
-	bindPart
 	postBindPart
-	placementScorePart
+	placementGeneratePart
 }

@@ -1,0 +1,46 @@
+//go:build kube1.35 || kube1.36
+
+package observe
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/schedscope/schedscope/pkg/record"
+)
+
+// TestScoreBreakdownFromKeptRawScores checks the raw scores of a minor
+// whose framework keeps none: a plugin with NormalizeScore has the scores
+// its normalizer was given, by the scored nodes' order, and one without
+// has its normalized score.
+func TestScoreBreakdownFromKeptRawScores(t *testing.T) {
+	r := NewRecorder(Options{Sink: discard{}})
+	a := newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), emptyNodeSet)
+	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
+	score := func(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
+	a.scores = []fwk.NodePluginScores{
+		{Name: "n1", Scores: []fwk.PluginScore{score("A", 1), score("B", 40)}, TotalScore: 41},
+		{Name: "n2", Scores: []fwk.PluginScore{score("B", 200), score("A", 7)}, TotalScore: 207},
+	}
+	// B normalizes: the framework gives its normalizer the scored nodes in
+	// the order of a.scores, and the normalizer may change them in place.
+	b := fwk.NodeScoreList{{Name: "n1", Score: 3}, {Name: "n2", Score: 9}}
+	a.keepRawScores("B", b)
+	b[0].Score, b[1].Score = 20, 100
+	a.scored = true
+	got := a.scoreBreakdown()
+	want := &record.Scores{
+		Plugins: a.table.scorePlugins,
+		Nodes: []record.NodeScore{
+			{Node: "n2", Raw: []int64{7, 9}, Normalized: []int64{7, 100}, Weighted: []int64{7, 200}, Total: 207},
+			{Node: "n1", Raw: []int64{1, 3}, Normalized: []int64{1, 20}, Weighted: []int64{1, 40}, Total: 41},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("score breakdown (-want +got):\n%s", diff)
+	}
+}
