@@ -1,4 +1,4 @@
-//go:build compat && !kube1.35
+//go:build compat
 
 package bench
 
@@ -16,10 +16,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
-	"k8s.io/kubernetes/pkg/scheduler"
-	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 )
 
 var (
@@ -32,19 +29,20 @@ var (
 // around RunIntegrationPerfScheduling, mirrored here.
 type upstreamSetup struct {
 	// allocator is the DRA allocator the test enables; empty: the default.
-	allocator  string
-	preRun     perf.PreRunFn
-	nodeUpdate perf.NodeUpdateFn
-	timeout    time.Duration
+	allocator string
+	// hooks are the harness's hooks the test sets, where the minor's
+	// harness has them.
+	hooks   perfHooks
+	timeout time.Duration
 }
 
 // upstreamSetups are the workload directories whose upstream test does more
-// than RunIntegrationPerfScheduling(t, "performance-config.yaml"). Upstream
-// runs dra/ once per allocator; this suite runs it with the default ones.
+// than RunIntegrationPerfScheduling(t, "performance-config.yaml"), besides
+// those of one minor's files (nodedeclaredfeatures). Upstream runs dra/ once
+// per allocator; this suite runs it with the default ones.
 var upstreamSetups = map[string]upstreamSetup{
 	"dra/compatibilitygroups": {allocator: "experimental"},
 	"dra/listattributes":      {allocator: "experimental"},
-	"nodedeclaredfeatures":    {preRun: preInitNodeDeclaredFeatures, nodeUpdate: updateNodesWithDeclaredFeatures},
 	"podgroup/tas":            {timeout: 20 * time.Minute},
 }
 
@@ -130,19 +128,17 @@ func runWorkloadFile(t *testing.T, file, mode string) compatRow {
 	}
 	var o *observer
 	res := &result{Mode: mode, Workload: file}
-	nodeUpdate := setup.nodeUpdate
 	switch mode {
 	case "plain":
 	case "recording", "tracing", "collector-down", "collector-slow":
 		o = newObserver(t, res, mode)
-		nodeUpdate = chainNodeUpdates(o.install, setup.nodeUpdate)
 	default:
 		t.Fatalf("-schedscope-compat-modes: unknown mode %q", mode)
 	}
 	var row compatRow
 	var mu sync.Mutex
-	// The pre-run hook runs once per workload the label filter selects.
-	preRun := func(tCtx tContext, w *perf.Workload) (func(), error) {
+	// started is called once per workload the label filter selects.
+	started := func(tCtx tContext) {
 		mu.Lock()
 		row.workloads++
 		mu.Unlock()
@@ -153,19 +149,8 @@ func runWorkloadFile(t *testing.T, file, mode string) compatRow {
 				mu.Unlock()
 			}
 		})
-		if setup.preRun == nil {
-			return nil, nil
-		}
-		return setup.preRun(tCtx, w)
 	}
-	opts := []perf.SchedulerPerfOption{perf.WithPreRunFn(preRun)}
-	if nodeUpdate != nil {
-		opts = append(opts, perf.WithNodeUpdateFn(nodeUpdate))
-	}
-	if setup.timeout > 0 {
-		opts = append(opts, perf.WithPodsSchedulingTimeout(setup.timeout))
-	}
-	perf.RunIntegrationPerfScheduling(t, "performance-config.yaml", opts...)
+	runUpstream(t, setup, o, started)
 	if o != nil {
 		o.finish()
 		row.records, row.read = res.Records, res.RecordsRead
@@ -190,21 +175,6 @@ func relativeTopic(file string) string {
 		return dir
 	}
 	return dir[i+len("scheduler_perf")+1:]
-}
-
-// chainNodeUpdates calls each set hook in order.
-func chainNodeUpdates(fns ...perf.NodeUpdateFn) perf.NodeUpdateFn {
-	return func(tCtx tContext, sched *scheduler.Scheduler, w *perf.Workload, nodes *v1.NodeList) error {
-		for _, fn := range fns {
-			if fn == nil {
-				continue
-			}
-			if err := fn(tCtx, sched, w, nodes); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 }
 
 // compatTable collects the suite's results, one row per file and mode.

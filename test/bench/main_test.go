@@ -1,5 +1,3 @@
-//go:build !kube1.35
-
 package bench
 
 import (

@@ -26,6 +26,10 @@ import (
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 )
 
+func init() {
+	upstreamSetups["nodedeclaredfeatures"] = upstreamSetup{hooks: perfHooks{preRun: preInitNodeDeclaredFeatures, nodeUpdate: updateNodesWithDeclaredFeatures}}
+}
+
 // mockFeature is a mock implementation of the Feature interface for testing.
 type mockFeature struct {
 	name       string

@@ -64,7 +64,7 @@ func (*NodeLabelScore) Score(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nod
 
 func (p *NodeLabelScore) ScoreExtensions() fwk.ScoreExtensions { return p }
 
-// NormalizeScore scales the scores so that the highest is fwk.MaxScore.
+// NormalizeScore scales the scores so that the highest is maxScore.
 func (*NodeLabelScore) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	var highest int64
 	for _, s := range scores {
@@ -74,7 +74,7 @@ func (*NodeLabelScore) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1
 		return nil
 	}
 	for i := range scores {
-		scores[i].Score = scores[i].Score * fwk.MaxScore / highest
+		scores[i].Score = scores[i].Score * maxScore / highest
 	}
 	return nil
 }
