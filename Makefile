@@ -64,8 +64,8 @@ COMPAT_MODES ?= plain recording tracing
 COMPAT_WORKLOADS ?=
 COMPAT_OUT := $(CURDIR)/_output/compat$(addprefix -,$(KUBE_MINOR))
 # The minors whose scheduler_perf has no hook that hands over the scheduler
-# it starts: the suite's test binary is built with hack/perfhook's overlay,
-# which adds one.
+# it starts: the suite's test binary is built with a copy of the minor's
+# k8s.io/kubernetes to which hack/perfhook adds one.
 PERF_HOOK_MINORS := 1.35
 # The compatibility matrix's inputs, a directory per minor (make test-minor).
 MATRIX_OUT := $(CURDIR)/_output/matrix
@@ -209,9 +209,10 @@ test-compat: build ## Run every upstream scheduler_perf workload file at its int
 	@rm -rf $(COMPAT_OUT) && mkdir -p $(COMPAT_OUT)
 ifneq ($(filter $(KUBE_MINOR),$(PERF_HOOK_MINORS)),)
 	$(GO) run ./hack/perfhook -modfile $(CURDIR)/kube/$(KUBE_MINOR).mod -out $(COMPAT_OUT)/perfhook
+	$(GO) test -c -modfile=$(COMPAT_OUT)/perfhook/kube.mod -tags compat,$(KUBE_TAG) -o $(COMPAT_OUT)/compat.test ./test/bench
+else
+	$(GO) test -c $(filter-out -tags=%,$(KUBE_FLAGS)) -tags $(subst $(space),$(comma),compat $(KUBE_TAG)) -o $(COMPAT_OUT)/compat.test ./test/bench
 endif
-	$(GO) test -c $(filter-out -tags=%,$(KUBE_FLAGS)) -tags $(subst $(space),$(comma),compat $(KUBE_TAG)) \
-		$(if $(filter $(KUBE_MINOR),$(PERF_HOOK_MINORS)),-overlay=$(COMPAT_OUT)/perfhook/overlay.json) -o $(COMPAT_OUT)/compat.test ./test/bench
 	@pids=; for mode in $(COMPAT_MODES); do \
 		mkdir -p $(COMPAT_OUT)/$$mode; \
 		ARTIFACTS=$(COMPAT_OUT)/$$mode $(COMPAT_OUT)/compat.test -test.run '^TestCompatibility$$' -test.count=1 -test.timeout=60m -test.v \

@@ -78,8 +78,9 @@ func run(kubernetes string) error {
 	if err := os.WriteFile(modFile, []byte(out.String()), 0o644); err != nil {
 		return err
 	}
-	// go list with -mod=mod adds what the minor's packages and tests need.
-	list := exec.Command("go", "list", "-mod=mod", "-modfile="+modFile, "-tags=kube"+minor, "-deps", "-test", "./...", "tool")
+	// go list with -mod=mod adds what the minor's packages and tests need,
+	// the compatibility suite's (build tag compat) included.
+	list := exec.Command("go", "list", "-mod=mod", "-modfile="+modFile, "-tags=kube"+minor+",compat", "-deps", "-test", "./...", "tool")
 	list.Stdout, list.Stderr = nil, os.Stderr
 	if err := list.Run(); err != nil {
 		return fmt.Errorf("completing %s: %w", modFile, err)

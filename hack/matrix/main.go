@@ -179,7 +179,6 @@ func versionsOf(text string) (release, apiserver string) {
 
 // compatCells summarizes the compatibility suite's rows per mode: files
 // passed of files run, and the records written and read in observed modes.
-// A minor whose suite did not run says why (compat.md holds the reason).
 func compatCells(path string) (files, records string, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -194,13 +193,9 @@ func compatCells(path string) (files, records string, err error) {
 	}
 	tallies := map[string]*tally{}
 	var modes []string
-	var notes []string
 	for line := range strings.Lines(string(data)) {
 		cols := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
 		if len(cols) != 6 {
-			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "|") {
-				notes = append(notes, l)
-			}
 			continue
 		}
 		for i := range cols {
@@ -238,7 +233,7 @@ func compatCells(path string) (files, records string, err error) {
 			recordCells = append(recordCells, fmt.Sprintf("%s %d = %d", mode, t.written, t.read))
 		}
 	}
-	files = strings.Join(append(fileCells, notes...), "; ")
+	files = strings.Join(fileCells, "; ")
 	if files == "" {
 		files = "not run"
 	}

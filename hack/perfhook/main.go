@@ -1,19 +1,21 @@
-// Command perfhook writes a go build overlay (go help build, -overlay) that
-// gives Kubernetes v1.35's scheduler_perf the one hook the compatibility
-// suite needs and v1.35 lacks: a function called with each scheduler
-// RunIntegrationPerfScheduling starts, before its workload runs. From
-// v1.36 on the harness has it (WithNodeUpdateFn). The overlay replaces
-// scheduler_perf.go with a copy that calls the hook and adds a file that
-// sets it; the module cache is left as it is.
+// Command perfhook gives Kubernetes v1.35's scheduler_perf the one hook the
+// compatibility suite needs and v1.35 lacks: a function called with each
+// scheduler RunIntegrationPerfScheduling starts, before its workload runs
+// (from v1.36 on the harness has WithNodeUpdateFn). It copies the minor's
+// k8s.io/kubernetes module out of the module cache, which it leaves as it
+// is, into the user's cache directory (a path that stays the same, so the
+// build cache keeps what it compiled), adds to the copy's scheduler_perf.go
+// the hook's call and a file that sets it, and writes a module file that
+// replaces k8s.io/kubernetes with the copy.
 //
-//	go run ./hack/perfhook -modfile kube/1.35.mod -out _output/perfhook-1.35
+//	go run ./hack/perfhook -modfile kube/1.35.mod -out _output/compat-1.35/perfhook
 package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
 	"os/exec"
@@ -53,8 +55,8 @@ func SetStartedSchedulerFn(fn StartedSchedulerFn) { startedSchedulerFn = fn }
 `
 
 func main() {
-	modfile := flag.String("modfile", "", "the module file of the minor whose scheduler_perf the overlay patches")
-	out := flag.String("out", "", "directory the overlay (overlay.json) and its files are written to")
+	modfile := flag.String("modfile", "", "the module file of the minor whose scheduler_perf gets the hook")
+	out := flag.String("out", "", "directory the module file (kube.mod, kube.sum) that builds with the copy is written to")
 	flag.Parse()
 	if *modfile == "" || *out == "" {
 		log.Fatal("-modfile and -out are required")
@@ -65,42 +67,81 @@ func main() {
 }
 
 func run(modfile, out string) error {
-	list := exec.Command("go", "list", "-modfile="+modfile, "-f", "{{.Dir}}", perfPackage)
+	list := exec.Command("go", "list", "-modfile="+modfile, "-m", "-f", "{{.Dir}} {{.Version}}", "k8s.io/kubernetes")
 	list.Stderr = os.Stderr
-	dirOut, err := list.Output()
+	listed, err := list.Output()
 	if err != nil {
-		return fmt.Errorf("locating %s: %w", perfPackage, err)
+		return fmt.Errorf("locating k8s.io/kubernetes: %w", err)
 	}
-	dir := strings.TrimSpace(string(dirOut))
-	upstream := filepath.Join(dir, "scheduler_perf.go")
-	src, err := os.ReadFile(upstream)
+	dir, release, _ := strings.Cut(strings.TrimSpace(string(listed)), " ")
+	cache, err := os.UserCacheDir()
 	if err != nil {
 		return err
 	}
-	if n := bytes.Count(src, []byte(startedAnchor)); n != 1 {
-		return fmt.Errorf("%s: the line that starts a workload's scheduler in RunIntegrationPerfScheduling occurs %d times, want once: this overlay is for v1.35's harness", upstream, n)
+	hooked := filepath.Join(cache, "schedscope", "kubernetes@"+release+"-perfhook")
+	if err := copyHooked(dir, hooked); err != nil {
+		return err
 	}
-	patched := bytes.Replace(src, []byte(startedAnchor), []byte(startedAnchor+startedCall), 1)
-	out, err = filepath.Abs(out)
+	mod, err := os.ReadFile(modfile)
+	if err != nil {
+		return err
+	}
+	replaced := "replace k8s.io/kubernetes => k8s.io/kubernetes " + release + "\n"
+	if !bytes.Contains(mod, []byte(replaced)) {
+		return fmt.Errorf("%s has no line %q", modfile, strings.TrimSpace(replaced))
+	}
+	mod = bytes.Replace(mod, []byte(replaced), []byte("replace k8s.io/kubernetes => "+hooked+"\n"), 1)
+	sum, err := os.ReadFile(strings.TrimSuffix(modfile, ".mod") + ".sum")
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	files := map[string]string{
-		upstream: filepath.Join(out, "scheduler_perf.go"),
-		filepath.Join(dir, "started_scheduler.go"): filepath.Join(out, "started_scheduler.go"),
-	}
-	if err := os.WriteFile(files[upstream], patched, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "kube.mod"), mod, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "started_scheduler.go"), []byte(hookFile), 0o644); err != nil {
+	return os.WriteFile(filepath.Join(out, "kube.sum"), sum, 0o644)
+}
+
+// copyHooked makes hooked a copy of the module in dir with the hook, unless
+// it is one already (its hook file is written last).
+func copyHooked(dir, hooked string) error {
+	perf := filepath.Join(hooked, "test", "integration", "scheduler_perf")
+	hookPath := filepath.Join(perf, "started_scheduler.go")
+	if _, err := os.Stat(hookPath); err == nil {
+		return nil
+	}
+	if err := os.RemoveAll(hooked); err != nil {
 		return err
 	}
-	overlay, err := json.MarshalIndent(map[string]any{"Replace": files}, "", "\t")
+	if err := os.CopyFS(hooked, os.DirFS(dir)); err != nil {
+		return fmt.Errorf("copying %s: %w", dir, err)
+	}
+	// The module cache's files are read-only, and so are their copies.
+	if err := filepath.WalkDir(hooked, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(path, mode)
+	}); err != nil {
+		return err
+	}
+	source := filepath.Join(perf, "scheduler_perf.go")
+	src, err := os.ReadFile(source)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "overlay.json"), overlay, 0o644)
+	if n := bytes.Count(src, []byte(startedAnchor)); n != 1 {
+		return fmt.Errorf("%s: the line that starts a workload's scheduler in RunIntegrationPerfScheduling occurs %d times, want once: the hook is for v1.35's harness", source, n)
+	}
+	patched := bytes.Replace(src, []byte(startedAnchor), []byte(startedAnchor+startedCall), 1)
+	if err := os.WriteFile(source, patched, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(hookPath, []byte(hookFile), 0o644)
 }
