@@ -36,7 +36,11 @@ func runUpstream(t *testing.T, setup upstreamSetup, o *observer, started func(tC
 		opts = append(opts, perf.WithNodeUpdateFn(nodeUpdate))
 	}
 	if setup.timeout > 0 {
-		opts = append(opts, perf.WithPodsSchedulingTimeout(setup.timeout))
+		opt, err := podsSchedulingTimeout(setup.timeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, opt)
 	}
 	perf.RunIntegrationPerfScheduling(t, "performance-config.yaml", opts...)
 }
