@@ -23,8 +23,6 @@ import (
 	"strings"
 )
 
-const perfPackage = "k8s.io/kubernetes/test/integration/scheduler_perf"
-
 // startedAnchor is the line of RunIntegrationPerfScheduling, in v1.35,
 // that starts a workload's scheduler; the hook's call follows it.
 const startedAnchor = "\t\t\t\t\tscheduler, informerFactory, tCtx := setupTestCase(t, tc, featureGates, nil)\n"
