@@ -4,10 +4,8 @@ package observe
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedscope/schedscope/pkg/record"
@@ -18,13 +16,10 @@ import (
 // its normalizer was given, by the scored nodes' order, and one without
 // has its normalized score.
 func TestScoreBreakdownFromKeptRawScores(t *testing.T) {
-	r := NewRecorder(Options{Sink: discard{}})
-	a := newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), emptyNodeSet)
-	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
-	score := func(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
+	a := scoredAttempt()
 	a.scores = []fwk.NodePluginScores{
-		{Name: "n1", Scores: []fwk.PluginScore{score("A", 1), score("B", 40)}, TotalScore: 41},
-		{Name: "n2", Scores: []fwk.PluginScore{score("B", 200), score("A", 7)}, TotalScore: 207},
+		{Name: "n1", Scores: []fwk.PluginScore{pluginScore("A", 1), pluginScore("B", 40)}, TotalScore: 41},
+		{Name: "n2", Scores: []fwk.PluginScore{pluginScore("B", 200), pluginScore("A", 7)}, TotalScore: 207},
 	}
 	// B normalizes: the framework gives its normalizer the scored nodes in
 	// the order of a.scores, and the normalizer may change them in place.

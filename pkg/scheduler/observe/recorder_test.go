@@ -18,6 +18,17 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
+// scoredAttempt is an attempt of profile p whose Score plugins are A
+// (weight 1) and B (weight 2).
+func scoredAttempt() *attempt {
+	r := NewRecorder(Options{Sink: discard{}})
+	a := newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), emptyNodeSet)
+	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
+	return a
+}
+
+func pluginScore(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
+
 // benchmarkAttempt returns a cycle state holding an attempt over nodes and
 // the wrapper of a filter plugin registered in its profile.
 func benchmarkAttempt(b *testing.B, nodes int) (fwk.CycleState, *attempt, fwk.FilterPlugin, []fwk.NodeInfo) {

@@ -74,17 +74,14 @@ func BenchmarkBuildRecord(b *testing.B) {
 // plugin whatever order the node lists them in, that extenders' scores are
 // summed apart, and that nodes are ordered by total, then by name.
 func TestScoreBreakdown(t *testing.T) {
-	r := NewRecorder(Options{Sink: discard{}})
-	a := newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), emptyNodeSet)
-	a.table.scorePlugins = []record.ScorePlugin{{Name: "A", Weight: 1}, {Name: "B", Weight: 2}}
-	score := func(name string, v int64) fwk.PluginScore { return fwk.PluginScore{Name: name, Score: v} }
+	a := scoredAttempt()
 	a.scores = []fwk.NodePluginScores{
-		{Name: "n1", RawScores: []fwk.PluginScore{score("A", 1), score("B", 2)},
-			Scores: []fwk.PluginScore{score("A", 1), score("B", 4)}, TotalScore: 5},
-		{Name: "n2", RawScores: []fwk.PluginScore{score("B", 3), score("A", 7)},
-			Scores: []fwk.PluginScore{score("B", 6), score("A", 7), score("extender", 10)}, TotalScore: 23},
-		{Name: "n0", RawScores: []fwk.PluginScore{score("A", 1), score("B", 2)},
-			Scores: []fwk.PluginScore{score("A", 1), score("B", 4)}, TotalScore: 5},
+		{Name: "n1", RawScores: []fwk.PluginScore{pluginScore("A", 1), pluginScore("B", 2)},
+			Scores: []fwk.PluginScore{pluginScore("A", 1), pluginScore("B", 4)}, TotalScore: 5},
+		{Name: "n2", RawScores: []fwk.PluginScore{pluginScore("B", 3), pluginScore("A", 7)},
+			Scores: []fwk.PluginScore{pluginScore("B", 6), pluginScore("A", 7), pluginScore("extender", 10)}, TotalScore: 23},
+		{Name: "n0", RawScores: []fwk.PluginScore{pluginScore("A", 1), pluginScore("B", 2)},
+			Scores: []fwk.PluginScore{pluginScore("A", 1), pluginScore("B", 4)}, TotalScore: 5},
 	}
 	a.scored = true
 	got := a.scoreBreakdown()
