@@ -18,7 +18,7 @@ import (
 var operatorDocs = []string{"docs/architecture.md", "docs/troubleshooting.md", "docs/upgrade.md", "docs/tracing.md", "docs/deploy.md", "docs/runbooks.md"}
 
 var (
-	flagRE   = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
+	flagRE = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
 	// A name followed by .go is a Go file's (kube_v1_35.go), not a metric's.
 	metricRE = regexp.MustCompile(`\b(schedscope_[a-z0-9_]+|scheduler_[a-z0-9_]+|aggregator_[a-z0-9_]+|kube_[a-z0-9_]+)\b(\.go)?`)
 )
