@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	schedscopeplugins "github.com/schedscope/schedscope/pkg/plugins"
 	"github.com/schedscope/schedscope/pkg/version"
 )
 
@@ -41,7 +42,7 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 		if !ok {
 			o = &observed{table: table, index: table.add(p.Name())}
 			plugins[p.Name()] = o
-			if e, ok := pluginBehind(p).(AttemptExplainer); ok {
+			if e, ok := pluginBehind(p).(schedscopeplugins.AttemptExplainer); ok {
 				table.explainers = append(table.explainers, attemptExplainer{index: o.index, explainer: e})
 			}
 		}
@@ -136,7 +137,7 @@ func wrapSlice[P fwk.Plugin](name string, wrap func(P, *observed) P) observedSli
 var observedSlices = []observedSlice{
 	wrapSlice("preFilterPlugins", func(p fwk.PreFilterPlugin, o *observed) fwk.PreFilterPlugin { return preFilterPlugin{p, o} }),
 	wrapSlice("filterPlugins", func(p fwk.FilterPlugin, o *observed) fwk.FilterPlugin {
-		explainer, _ := pluginBehind(p).(FilterExplainer)
+		explainer, _ := pluginBehind(p).(schedscopeplugins.FilterExplainer)
 		return filterPlugin{p, o, explainer}
 	}),
 	wrapSlice("postFilterPlugins", func(p fwk.PostFilterPlugin, o *observed) fwk.PostFilterPlugin { return postFilterPlugin{p, o} }),
@@ -208,7 +209,7 @@ func (w preFilterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, p 
 type filterPlugin struct {
 	fwk.FilterPlugin
 	o         *observed
-	explainer FilterExplainer // nil unless the plugin explains its rejections
+	explainer schedscopeplugins.FilterExplainer // nil unless the plugin explains its rejections
 }
 
 func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
