@@ -35,7 +35,8 @@ type Set struct {
 // Empty is the set of no nodes.
 var Empty = &Set{}
 
-// New returns the set of the nodes of list, the snapshot's.
+// New returns the set of the nodes of list, the snapshot's; Empty for no
+// nodes.
 func New(list []fwk.NodeInfo) *Set {
 	n := len(list)
 	if n == 0 {
