@@ -219,7 +219,7 @@ func newScheduler(ctx context.Context, opts *options.Options, cc *schedulerserve
 		cc.Client,
 		cc.InformerFactory,
 		cc.DynInformerFactory,
-		recorderFactory(cc),
+		recorder.RecorderFactory(recorderFactory(cc)),
 		scheduler.WithComponentConfigVersion(cc.ComponentConfig.TypeMeta.APIVersion),
 		scheduler.WithKubeConfig(cc.KubeConfig),
 		scheduler.WithProfiles(cc.ComponentConfig.Profiles...),

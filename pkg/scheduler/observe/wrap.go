@@ -16,8 +16,7 @@ import (
 )
 
 // observePlugins puts every plugin of f's recorded extension points inside
-// an observing wrapper, in place, and gives f's plugins an event recorder
-// that reports preemption victims to r.
+// an observing wrapper, in place.
 //
 // f must be the framework the scheduler built (kube-scheduler's own
 // implementation): the framework keeps its plugins per extension point in
@@ -51,15 +50,8 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 	for _, s := range observedSlices {
 		s.wrap(fields.field(s.name), of)
 	}
-	if recorder := fields.field(eventRecorderField); !recorder.IsNil() {
-		recorder.Set(reflect.ValueOf(victimRecorder{eventRecorder: recorder.Interface().(eventRecorder), recorder: r}))
-	}
 	return nil
 }
-
-// eventRecorderField is the framework's event recorder, which plugins reach
-// through their handle.
-const eventRecorderField = "eventRecorder"
 
 // frameworkStruct is the framework's struct, its fields made settable.
 type frameworkStruct struct{ v reflect.Value }
@@ -72,8 +64,7 @@ func frameworkFields(f framework.Framework) (frameworkStruct, error) {
 		return frameworkStruct{}, fmt.Errorf("the framework is a %T, not kube-scheduler's framework implementation", f)
 	}
 	s := frameworkStruct{v.Elem()}
-	want := []observedSlice{{name: eventRecorderField, typ: reflect.TypeFor[eventRecorder]()}}
-	for _, w := range append(want, observedSlices...) {
+	for _, w := range observedSlices {
 		field := s.v.FieldByName(w.name)
 		if !field.IsValid() || field.Type() != w.typ {
 			return frameworkStruct{}, fmt.Errorf("the framework %T has no field %s of type %s: this schedscope observes the framework of k8s.io/kubernetes %s", f, w.name, w.typ, version.Kubernetes())
