@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -20,20 +21,24 @@ import (
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	configtesting "k8s.io/kubernetes/pkg/scheduler/apis/config/testing"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedscope/schedscope/pkg/record"
 )
 
-// overrideCalls counts the calls the scheduler makes to the methods that
-// observedFramework defines itself (its overrides of the framework's), as
-// seen on the stacks of the probe's callbacks and of the scheduler's logs.
+// overrideCalls counts the scheduler's calls to the methods that
+// observedFramework defines itself (its overrides of the framework's):
+// per override, the stack samples taken while it ran, in the probe's
+// callbacks and where the framework asks whether it logs.
 type overrideCalls struct {
 	// overrides maps each override's function name, as the runtime names
 	// it, to its method name.
@@ -64,7 +69,7 @@ func newOverrideCalls(t *testing.T) *overrideCalls {
 	return c
 }
 
-// sample counts a call of every override on the caller's stack.
+// sample counts every override on the caller's stack.
 func (c *overrideCalls) sample() {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
@@ -81,24 +86,27 @@ func (c *overrideCalls) sample() {
 	}
 }
 
-// uncalled are the overrides no sample saw, sorted.
-func (c *overrideCalls) uncalled() []string {
+// uncalled are the overrides no sample saw, sorted, and the count of
+// every override.
+func (c *overrideCalls) uncalled() ([]string, map[string]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var names []string
+	counts := map[string]int{}
 	for _, name := range c.overrides {
+		counts[name] = c.calls[name]
 		if c.calls[name] == 0 {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
-	return names
+	return names, counts
 }
 
 // samplingSink is a logr sink that logs nothing and samples the stack
-// wherever the framework asks whether it logs, at any verbosity: the
-// framework does where it calls no plugin on its own goroutine, as
-// RunScorePlugins and WaitOnPermit do.
+// wherever the framework asks whether it logs, at any verbosity. It sees
+// the methods that call no plugin on their own goroutine: WaitOnPermit,
+// and RunScorePlugins, whose plugins run on the parallelizer's.
 type samplingSink struct{ calls *overrideCalls }
 
 func (s samplingSink) Enabled(int) bool {
@@ -207,52 +215,56 @@ func (p probe) Bind(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Statu
 
 func (p probe) PostBind(context.Context, fwk.CycleState, *v1.Pod, string) { p.calls.sample() }
 
-// recordSink keeps the result of every record, by pod name.
+// outcome is what a record says of its pod's attempt.
+type outcome struct {
+	Result  record.Result
+	Victims []record.PodRef
+}
+
+// recordSink keeps the outcome of every record, by pod name.
 type recordSink struct {
-	mu      sync.Mutex
-	results map[string]record.Result
+	mu       sync.Mutex
+	outcomes map[string]outcome
 }
 
 func (s *recordSink) Add(a *record.Attempt) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.results[a.Pod.Name] = a.Result
+	s.outcomes[a.Pod.Name] = outcome{Result: a.Result, Victims: slices.Clone(a.Victims)}
 	return nil
 }
 
-func (s *recordSink) got() map[string]record.Result {
+// await returns the outcomes once there are n, or when the wait times out.
+func (s *recordSink) await(ctx context.Context, n int) map[string]outcome {
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.outcomes) >= n, nil
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.results)
+	return maps.Clone(s.outcomes)
 }
 
-// TestInstallCallsEveryOverride builds a real scheduler with scheduler.New
-// over a fake clientset, with the probe at every extension point, installs
-// the observation, and schedules pods with ScheduleOne: one bound, one
-// that waits on Permit, one that Permit rejects (Unreserve) and one that
-// no node fits (PostFilter). Every method observedFramework overrides must
-// have been called: an override of a framework method that the scheduler
-// no longer calls, renamed or dropped upstream, fails here.
-func TestInstallCallsEveryOverride(t *testing.T) {
-	schedulermetrics.Register()
-	calls := newOverrideCalls(t)
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logr.New(samplingSink{calls})))
-	defer cancel()
+// observedScheduler is a scheduler built by scheduler.New over a fake
+// clientset, observed by a Recorder built with its RecorderFactory.
+type observedScheduler struct {
+	*scheduler.Scheduler
+	client *clientsetfake.Clientset
+	sink   *recordSink
+}
 
-	nodes := []k8sruntime.Object{st.MakeNode().Name("a").Obj(), st.MakeNode().Name("b").Obj()}
-	client := clientsetfake.NewClientset(nodes...)
+// newObservedScheduler builds a scheduler over a fake clientset that holds
+// objects, with profile and the plugins of registry besides the in-tree
+// ones, and installs the observation; its informers are started and its
+// Recorder runs until ctx ends.
+func newObservedScheduler(ctx context.Context, t *testing.T, profile config.KubeSchedulerProfile, registry frameworkruntime.Registry, objects ...k8sruntime.Object) *observedScheduler {
+	t.Helper()
+	schedulermetrics.Register()
+	client := clientsetfake.NewClientset(objects...)
 	informerFactory := informers.NewSharedInformerFactory(client, 0)
-	registry := frameworkruntime.Registry{
-		probeName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return probe{calls}, nil },
-	}
-	profile := config.KubeSchedulerProfile{
-		SchedulerName: "probed",
-		Plugins: &config.Plugins{
-			MultiPoint: config.PluginSet{Enabled: []config.Plugin{{Name: queuesort.Name}, {Name: probeName}}},
-		},
-	}
-	sink := &recordSink{results: map[string]record.Result{}}
-	r := NewRecorder(Options{Sink: sink})
+	sink := &recordSink{outcomes: map[string]outcome{}}
+	r := NewRecorder(Options{Sink: sink, VictimGrace: 100 * time.Millisecond})
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
 		r.RecorderFactory(func(string) eventRecorder { return &events.FakeRecorder{} }),
 		scheduler.WithProfiles(profile),
@@ -264,50 +276,116 @@ func TestInstallCallsEveryOverride(t *testing.T) {
 	if err := r.Install(sched); err != nil {
 		t.Fatalf("installing: %v", err)
 	}
-	if !r.recordsVictimsFor(sched.Profiles["probed"]) {
-		t.Errorf("the profile's event recorder is a %T, not the one r.RecorderFactory made", sched.Profiles["probed"].EventRecorder())
+	if !r.recordsVictimsFor(sched.Profiles[profile.SchedulerName]) {
+		t.Errorf("the profile's event recorder is a %T, not the one r.RecorderFactory made", sched.Profiles[profile.SchedulerName].EventRecorder())
 	}
+	t.Cleanup(sched.SchedulingQueue.Close)
 	go r.Run(ctx)
 	informerFactory.Start(ctx.Done())
 	informerFactory.WaitForCacheSync(ctx.Done())
+	return &observedScheduler{Scheduler: sched, client: client, sink: sink}
+}
+
+// create creates pod in the API.
+func (s *observedScheduler) create(ctx context.Context, t *testing.T, pod *v1.Pod) {
+	t.Helper()
+	if _, err := s.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scheduleOne waits until the scheduler's queue holds a pod, so that
+// ScheduleOne does not block, and runs ScheduleOne.
+func (s *observedScheduler) scheduleOne(ctx context.Context, t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return len(s.SchedulingQueue.PodsInActiveQ()) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for a pod to schedule: %v", err)
+	}
+	s.ScheduleOne(ctx)
+}
+
+// TestInstallCallsEveryOverride builds a real scheduler with scheduler.New
+// over a fake clientset, with the probe at every extension point, installs
+// the observation, and schedules pods with ScheduleOne: one bound, one
+// that waits on Permit, one that Permit rejects (Unreserve) and one that
+// no node fits (PostFilter). Every method observedFramework overrides must
+// have been called: an override of a framework method that the scheduler
+// no longer calls, renamed or dropped upstream, fails here.
+func TestInstallCallsEveryOverride(t *testing.T) {
+	calls := newOverrideCalls(t)
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logr.New(samplingSink{calls})))
+	defer cancel()
+	registry := frameworkruntime.Registry{
+		probeName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return probe{calls}, nil },
+	}
+	profile := config.KubeSchedulerProfile{
+		SchedulerName: "probed",
+		Plugins: &config.Plugins{
+			MultiPoint: config.PluginSet{Enabled: []config.Plugin{{Name: queuesort.Name}, {Name: probeName}}},
+		},
+	}
+	sched := newObservedScheduler(ctx, t, profile, registry, st.MakeNode().Name("a").Obj(), st.MakeNode().Name("b").Obj())
 
 	pods := []string{"bound", podWaiting, podRejected, podUnschedulable}
 	for _, name := range pods {
-		pod := st.MakePod().Namespace("default").Name(name).UID(name).SchedulerName("probed").Obj()
-		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		sched.create(ctx, t, st.MakePod().Namespace("default").Name(name).UID(name).SchedulerName("probed").Obj())
 	}
 	for range pods {
-		if err := waitForQueuedPod(ctx, sched); err != nil {
-			t.Fatal(err)
-		}
-		sched.ScheduleOne(ctx)
+		sched.scheduleOne(ctx, t)
 		if waiting := sched.Profiles["probed"].GetWaitingPod(podWaiting); waiting != nil {
 			waiting.Allow(probeName)
 		}
 	}
 
-	want := map[string]record.Result{
-		"bound": record.ResultScheduled, podWaiting: record.ResultScheduled,
-		podRejected: record.ResultUnschedulable, podUnschedulable: record.ResultUnschedulable,
+	want := map[string]outcome{
+		"bound":          {Result: record.ResultScheduled},
+		podWaiting:       {Result: record.ResultScheduled},
+		podRejected:      {Result: record.ResultUnschedulable},
+		podUnschedulable: {Result: record.ResultUnschedulable},
 	}
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		return len(sink.got()) == len(want), nil
-	})
-	if diff := cmp.Diff(want, sink.got()); err != nil || diff != "" {
-		t.Errorf("records' results by pod (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, sched.sink.await(ctx, len(want))); diff != "" {
+		t.Errorf("records by pod (-want +got):\n%s", diff)
 	}
-	if uncalled := calls.uncalled(); len(uncalled) > 0 {
+	if uncalled, counts := calls.uncalled(); len(uncalled) > 0 {
 		t.Errorf("the scheduler never called these overrides of observedFramework: %v\n"+
-			"the framework's method was renamed or is no longer called; observe must follow upstream", uncalled)
+			"the framework's method was renamed or is no longer called; observe must follow upstream (calls seen: %v)", uncalled, counts)
 	}
 }
 
-// waitForQueuedPod waits until sched's queue holds a pod to schedule, so
-// that ScheduleOne does not block.
-func waitForQueuedPod(ctx context.Context, sched *scheduler.Scheduler) error {
-	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
-		return len(sched.SchedulingQueue.PodsInActiveQ()) > 0, nil
+// TestRecorderFactoryGetsPreemptionVictims builds a real scheduler with
+// the default profile over a fake clientset, observed through its
+// RecorderFactory, and lets a pod that fits no node preempt a pod of lower
+// priority: the preemptor's record names the victim, which upstream's
+// preemption reports with an event of the framework's event recorder.
+func TestRecorderFactoryGetsPreemptionVictims(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{
+		Profiles: []configv1.KubeSchedulerProfile{{SchedulerName: ptr.To(v1.DefaultSchedulerName)}},
 	})
+	oneCPU := map[v1.ResourceName]string{v1.ResourceCPU: "1", v1.ResourcePods: "10"}
+	node := st.MakeNode().Name("n").Capacity(oneCPU).Obj()
+	low := st.MakePod().Namespace("default").Name("low").UID("low").Node("n").Priority(0).Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj()
+	sched := newObservedScheduler(ctx, t, cfg.Profiles[0], nil, node, low)
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		pods, err := sched.Cache.PodCount()
+		return sched.Cache.NodeCount() == 1 && pods == 1, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for the scheduler's cache: %v", err)
+	}
+
+	sched.create(ctx, t, st.MakePod().Namespace("default").Name("high").UID("high").SchedulerName(v1.DefaultSchedulerName).Priority(100).Req(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj())
+	sched.scheduleOne(ctx, t)
+
+	want := map[string]outcome{"high": {
+		Result:  record.ResultUnschedulable,
+		Victims: []record.PodRef{{Namespace: "default", Name: "low", UID: "low"}},
+	}}
+	if diff := cmp.Diff(want, sched.sink.await(ctx, len(want))); diff != "" {
+		t.Errorf("records by pod (-want +got):\n%s", diff)
+	}
 }
