@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +102,7 @@ func (c *overrideCalls) uncalled() ([]string, map[string]int) {
 	return names, counts
 }
 
-// samplingSink is a logr sink that logs nothing and samples the stack
+// samplingSink is a log sink that logs nothing and samples the stack
 // wherever the framework asks whether it logs, at any verbosity. It sees
 // the methods that call no plugin on their own goroutine: WaitOnPermit,
 // and RunScorePlugins, whose plugins run on the parallelizer's.
@@ -116,12 +115,12 @@ func (s samplingSink) Enabled(int) bool {
 
 func (s samplingSink) Error(error, string, ...any) { s.calls.sample() }
 
-func (s samplingSink) Init(logr.RuntimeInfo)                       {}
+func (s samplingSink) Init(klog.RuntimeInfo)                       {}
 func (s samplingSink) Info(int, string, ...any)                    {}
-func (s samplingSink) WithValues(...any) logr.LogSink              { return s }
-func (s samplingSink) WithName(string) logr.LogSink                { return s }
-func (s samplingSink) WithCallDepth(int) logr.LogSink              { return s }
-func (s samplingSink) WithCallStackHelper() (func(), logr.LogSink) { return func() {}, s }
+func (s samplingSink) WithValues(...any) klog.LogSink              { return s }
+func (s samplingSink) WithName(string) klog.LogSink                { return s }
+func (s samplingSink) WithCallDepth(int) klog.LogSink              { return s }
+func (s samplingSink) WithCallStackHelper() (func(), klog.LogSink) { return func() {}, s }
 
 // Pods the probe treats apart, by name.
 const (
@@ -316,7 +315,7 @@ func (s *observedScheduler) scheduleOne(ctx context.Context, t *testing.T) {
 // no longer calls, renamed or dropped upstream, fails here.
 func TestInstallCallsEveryOverride(t *testing.T) {
 	calls := newOverrideCalls(t)
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logr.New(samplingSink{calls})))
+	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), klog.New(samplingSink{calls})))
 	defer cancel()
 	registry := frameworkruntime.Registry{
 		probeName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return probe{calls}, nil },
