@@ -10,6 +10,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe/nodeset"
 )
 
 // TestRecorderFactoryNotesVictims checks that the recorder the factory
@@ -28,7 +29,7 @@ func TestRecorderFactoryNotesVictims(t *testing.T) {
 	}
 	preemptor := st.MakePod().Namespace("ns").Name("high").UID("high").Obj()
 	victim := st.MakePod().Namespace("ns").Name("low").UID("low").Obj()
-	a := newAttempt(r.profileTable("p"), preemptor, 1, time.Now(), time.Now(), emptyNodeSet)
+	a := newAttempt(r.profileTable("p"), preemptor, 1, time.Now(), time.Now(), nodeset.Empty)
 	r.inflight.Store(preemptor.UID, a)
 
 	recorder.Eventf(preemptor, nil, v1.EventTypeNormal, "Scheduled", "Binding", "assigned")
