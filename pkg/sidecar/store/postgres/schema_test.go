@@ -56,7 +56,7 @@ func schemaOf(t *testing.T, url string) string {
 }
 
 // TestSchema: the schema Open makes is testdata/schema.golden, which the
-// store's first releases made.
+// releases before the stores shared their SQL made.
 func TestSchema(t *testing.T) {
 	const golden = "testdata/schema.golden"
 	url := newDatabase(t)
