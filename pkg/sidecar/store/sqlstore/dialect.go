@@ -24,7 +24,8 @@ type Dialect struct {
 	// latest attempt, and the schema has the indexes that lead there.
 	BatchedPrune bool
 	// RekeysByRebuild: the database changes a table's keys only by
-	// rebuilding the table (SQLite).
+	// rebuilding the table, and keeps the id counter of an AUTOINCREMENT
+	// key in sqlite_sequence (SQLite).
 	RekeysByRebuild bool
 
 	// BeginMigration runs first in each migration's transaction: it takes
