@@ -133,7 +133,7 @@ krew: ## Build krew and its manifest validator (validate-krew-manifest), which c
 	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: release
-release: krew ## Build the kubectl plugin's release into _output/release: archives for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
+release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin and LICENSE) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
 	@rm -rf $(RELEASE_OUT)
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
 	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
@@ -177,9 +177,11 @@ image-scheduler: ## Build the scheduler's image of one minor (KUBE_MINOR, defaul
 	CGO_ENABLED=0 $(GO) build $(KUBE_FLAGS) -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST))/ ./cmd/schedscope-scheduler
 	$(call podman-build,scheduler,$(IMAGE_TAG)-k8s$(or $(KUBE_MINOR),$(KUBE_NEWEST)),$(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST)))
 
-# podman-build builds the Containerfile's stage $(1) from the context $(3)
-# as schedscope-$(1):$(2), with schedscope's labels and annotations.
+# podman-build builds the Containerfile's stage $(1) from the context $(3),
+# to which it copies LICENSE, as schedscope-$(1):$(2), with schedscope's
+# labels and annotations.
 define podman-build
+	@cp $(CURDIR)/LICENSE $(3)/LICENSE
 	@$(PODMAN) build --quiet --format oci --target $(1) -f $(CURDIR)/Containerfile \
 		--label org.opencontainers.image.title=schedscope-$(1) --annotation org.opencontainers.image.title=schedscope-$(1) \
 		$(foreach m,$(IMAGE_META),--label $(m) --annotation $(m)) \
