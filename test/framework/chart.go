@@ -30,11 +30,17 @@ func ChartDir() string { return filepath.Join(RepoRoot(), "charts", "schedscope"
 // `make build-tools`) as release schedscope in namespace, with the values
 // files and then the --set values given.
 func RenderChart(namespace string, valuesFiles []string, set ...string) ([]byte, error) {
+	return RenderRelease("schedscope", namespace, valuesFiles, set...)
+}
+
+// RenderRelease renders the chart as RenderChart does, as the release
+// named release.
+func RenderRelease(release, namespace string, valuesFiles []string, set ...string) ([]byte, error) {
 	helm, err := Binary("helm")
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"template", "schedscope", ChartDir(), "--namespace", namespace}
+	args := []string{"template", release, ChartDir(), "--namespace", namespace}
 	for _, f := range valuesFiles {
 		args = append(args, "--values", f)
 	}
