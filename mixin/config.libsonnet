@@ -14,7 +14,8 @@
     clusterLabel: 'cluster',
 
     // The release whose docs/runbooks.md the alerts' runbook_url links:
-    // the chart's appVersion.
+    // the chart's appVersion (test/chart and test/docs fail when they
+    // differ).
     version: 'v0.1.0',
     // Where the runbooks are; each alert's runbook_url is this with
     // #<the alert's name in lower case>.
