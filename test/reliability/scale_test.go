@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 )
@@ -254,7 +254,7 @@ func checkStored(t *testing.T, sc *framework.Sidecar, r *run, epoch string) {
 	for _, p := range pods {
 		node := r.pods.Node(p.Pod.Name)
 		l := p.Latest
-		if l.Epoch == epoch && l.Attempt == 1 && l.Result == record.ResultScheduled && l.SelectedNode == node && node != "" {
+		if l.Epoch == epoch && l.Attempt == 1 && l.Result == v1alpha1.ResultScheduled && l.SelectedNode == node && node != "" {
 			continue
 		}
 		if wrong++; wrong <= 10 {

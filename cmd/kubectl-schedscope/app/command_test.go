@@ -585,8 +585,8 @@ func TestKubectlPrinters(t *testing.T) {
 func TestPendingClusterColumn(t *testing.T) {
 	now := recordtest.Base.Add(time.Minute)
 	pod := func(cluster, name string) v1alpha1.PodStatus {
-		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name}, Profile: "p", FirstSeen: recordtest.Base,
-			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Attempt: 1, Result: record.ResultUnschedulable, Message: "no"}}
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: v1alpha1.PodRef{Namespace: "ns", Name: name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Attempt: 1, Result: v1alpha1.ResultUnschedulable, Message: "no"}}
 	}
 	for _, tt := range []struct {
 		name string
@@ -704,8 +704,8 @@ func TestPendingWatch(t *testing.T) {
 // even when every change is of one cluster.
 func TestPendingWatchClusters(t *testing.T) {
 	pod := func(cluster, name string, seq uint64) v1alpha1.PodStatus {
-		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
-			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: record.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: v1alpha1.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: v1alpha1.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
 	}
 	var lists atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -175,14 +175,8 @@ type Retention struct {
 
 // Summarize returns the summary of a record of cluster's stream epoch.
 func Summarize(a *record.Attempt, cluster, epoch string) v1alpha1.AttemptSummary {
-	s := v1alpha1.AttemptSummary{
-		Cluster: cluster, Seq: a.Seq, Epoch: epoch, Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Result: a.Result,
-		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode,
-		NominatedNode: a.NominatedNode, TraceID: a.TraceID, Finished: a.FinishTime(), Nodes: a.Nodes,
-	}
-	for _, r := range a.RejectionsByPlugin() {
-		s.Reasons = append(s.Reasons, v1alpha1.RejectionSummary{Plugin: r.Plugin, Reasons: r.Reasons, Nodes: len(r.Nodes)})
-	}
+	s := v1alpha1.ConvertSummary(a)
+	s.Cluster, s.Seq, s.Epoch, s.TraceID = cluster, a.Seq, epoch, a.TraceID
 	return s
 }
 
