@@ -415,7 +415,9 @@ func recordSize(t *testing.T, s *framework.Scheduler, epoch string, seq uint64) 
 	}
 	defer resp.Body.Close()
 	var l struct {
-		Items []json.RawMessage `json:"items"`
+		Items []struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 		t.Fatalf("record %d of the stream: %s: %v", seq, resp.Status, err)
@@ -423,7 +425,7 @@ func recordSize(t *testing.T, s *framework.Scheduler, epoch string, seq uint64) 
 	if len(l.Items) != 1 {
 		t.Fatalf("record %d of the stream: %d items", seq, len(l.Items))
 	}
-	return len(l.Items[0])
+	return len(l.Items[0].Object)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -15,6 +15,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/answers from the answers served")
@@ -22,10 +23,8 @@ var update = flag.Bool("update", false, "rewrite testdata/answers from the answe
 // richRecords are records that set every field an answer shows: a
 // scheduled attempt with scores, details, victims and a trace, and an
 // unschedulable one that is still pending.
-func richRecords() []*record.Attempt {
+func richRecords() []stream.Record {
 	a := recordtest.Large(7, 10)
-	a.Seq = 41
-	a.TraceID = "0af7651916cd43dd8448eb211c80319c"
 	a.Pod = record.PodRef{Namespace: "team-a", Name: "web", UID: "uid-web"}
 	a.Attempt = 3
 	a.NominatedNode = "node-00009"
@@ -46,12 +45,14 @@ func richRecords() []*record.Attempt {
 	a.DetailsCut = 2
 
 	b := recordtest.MakeAttempt("team-b", "db", "uid-db").Finished(recordtest.Base.Add(time.Second)).
-		Unschedulable("0/3 nodes are available").TraceID("4bf92f3577b34da6a3ce929d0e0e4736").
+		Unschedulable("0/3 nodes are available").
 		Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "n1", "n2").
 		NotEvaluated(record.NotEvaluatedEnoughFeasible, "n3").Obj()
-	b.Seq = 42
 	b.FailedPoint = record.Filter
-	return []*record.Attempt{a, b}
+	return []stream.Record{
+		{Seq: 41, TraceID: "0af7651916cd43dd8448eb211c80319c", Attempt: a},
+		{Seq: 42, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Attempt: b},
+	}
 }
 
 // storedBytes is the stored size in a summary: it follows the store's

@@ -98,12 +98,14 @@ func build(a *record.Attempt) *layout {
 }
 
 // Explain lays out attempt a and returns the page of rows opts selects.
+// The record's sequence and trace, which the stream carries beside it, are
+// the caller's to set.
 func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	l := build(a)
 	e := &v1alpha1.Explanation{
-		Pod: v1alpha1.ConvertPodRef(a.Pod), Profile: a.Profile, Attempt: a.Attempt, Seq: a.Seq, Result: v1alpha1.ConvertResult(a.Result),
+		Pod: v1alpha1.ConvertPodRef(a.Pod), Profile: a.Profile, Attempt: a.Attempt, Result: v1alpha1.ConvertResult(a.Result),
 		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
-		TraceID: a.TraceID, Timing: v1alpha1.ConvertTiming(a.Timing), Points: v1alpha1.ConvertPoints(a.Points), Nodes: v1alpha1.ConvertNodeCounts(a.Nodes),
+		Timing: v1alpha1.ConvertTiming(a.Timing), Points: v1alpha1.ConvertPoints(a.Points), Nodes: v1alpha1.ConvertNodeCounts(a.Nodes),
 		FilterPlugins: []string{}, ScorePlugins: []v1alpha1.ScorePlugin{}, Groups: l.groups,
 		DetailsCut: a.DetailsCut, Offset: opts.Offset, Limit: opts.Limit,
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 var _ store.Store = &Store{}
@@ -70,7 +71,7 @@ func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []stream.Record) error {
 	// Encode outside the transaction: it is the expensive part.
 	rows, err := store.EncodeRows(s.cluster, cursor.Epoch, records)
 	if err != nil {
@@ -103,13 +104,13 @@ func insert(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.Row) 
 		(cluster, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (cluster, epoch, seq) DO NOTHING RETURNING id`,
-		cluster, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished,
+		cluster, epoch, int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished,
 		len(r.Data), string(r.Summary), r.Data, r.Signature).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // already stored
 	}
 	if err != nil {
-		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+		return fmt.Errorf("storing record %d: %w", r.Seq, err)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO pods (cluster, uid, namespace, name, first_seen, latest_id, finished, result)
@@ -120,7 +121,7 @@ func insert(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.Row) 
 		cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result))
 	queueRejections(b, cluster, id, r)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("indexing record %d: %w", a.Seq, err)
+		return fmt.Errorf("indexing record %d: %w", r.Seq, err)
 	}
 	return nil
 }
@@ -155,7 +156,7 @@ func foldRepeat(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.R
 	var latestEpoch string
 	var sig []byte
 	var before bool
-	err = tx.QueryRow(ctx, foldQuery, a.Pod.UID, epoch, int64(a.Seq), cluster).
+	err = tx.QueryRow(ctx, foldQuery, a.Pod.UID, epoch, int64(r.Seq), cluster).
 		Scan(&before, &id, &latestEpoch, &seq, &lastSeq, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -169,16 +170,16 @@ func foldRepeat(ctx context.Context, tx pgx.Tx, cluster, epoch string, r store.R
 	if latestEpoch != epoch || !bytes.Equal(sig, r.Signature) {
 		return false, nil
 	}
-	if int64(a.Seq) <= max(seq, lastSeq) {
+	if int64(r.Seq) <= max(seq, lastSeq) {
 		return true, nil // already stored or folded
 	}
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE attempts SET repeats = repeats + 1, last_attempt = $1, last_seq = $2, last_finished = $3 WHERE id = $4`,
-		a.Attempt, int64(a.Seq), r.Finished, id)
+		a.Attempt, int64(r.Seq), r.Finished, id)
 	b.Queue(`UPDATE pods SET finished = $1 WHERE cluster = $2 AND uid = $3`, r.Finished, cluster, a.Pod.UID)
 	queueRejections(b, cluster, id, r)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return false, fmt.Errorf("folding record %d: %w", a.Seq, err)
+		return false, fmt.Errorf("folding record %d: %w", r.Seq, err)
 	}
 	return true, nil
 }
@@ -271,8 +272,8 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 }
 
 // Attempt implements store.Reader.
-func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*record.Attempt, error) {
-	q := query{sql: `SELECT data FROM attempts`}
+func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*stream.Record, error) {
+	q := query{sql: `SELECT summary, data FROM attempts`}
 	if err := q.wherePod(pod); err != nil {
 		return nil, err
 	}
@@ -282,14 +283,15 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 		q.sql += ` AND attempt <= ` + n + ` AND (attempt = ` + n + ` OR last_attempt >= ` + n + `)`
 	}
 	q.sql += ` ORDER BY id DESC LIMIT 1`
+	var summary string
 	var data []byte
-	if err := s.pool.QueryRow(ctx, q.sql, q.args...).Scan(&data); err != nil {
+	if err := s.pool.QueryRow(ctx, q.sql, q.args...).Scan(&summary, &data); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
 		return nil, fmt.Errorf("reading attempt: %w", err)
 	}
-	return store.DecodeAttempt(data)
+	return store.DecodeRecord([]byte(summary), data)
 }
 
 // Pods implements store.Reader.

@@ -16,6 +16,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/storetest"
+	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/pgserver"
 )
 
@@ -147,7 +148,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	exec(t, url, `CREATE TABLE schema_version (version integer NOT NULL); INSERT INTO schema_version VALUES (1);`+migrations[0])
-	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
+	rows, err := store.EncodeRows("", "e1", storetest.Fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +158,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id)
 			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
 			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
-			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data)
+			int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data)
 		for _, rj := range r.Rejected {
 			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(r.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
 		}
 	}
 	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)
@@ -176,9 +177,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 	storetest.CheckFixture(t, s)
 	repeat := func(n int) *record.Attempt {
 		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
-			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
 	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
 		t.Fatal(err)
 	}
 	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
@@ -208,7 +209,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	exec(t, url, `CREATE TABLE schema_version (version integer NOT NULL); INSERT INTO schema_version VALUES (2);`+migrations[0]+migrations[1])
-	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
+	rows, err := store.EncodeRows("", "e1", storetest.Fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +219,10 @@ func TestMigrateFromVersion2(t *testing.T) {
 				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
 			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
 			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
-			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
+			int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
 		for _, rj := range r.Rejected {
 			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(r.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
 		}
 	}
 	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)

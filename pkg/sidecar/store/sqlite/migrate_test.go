@@ -17,6 +17,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/storetest"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 func userVersion(t *testing.T, path string) int {
@@ -125,9 +126,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 	repeat := func(n int) *record.Attempt {
 		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
-			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
 	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
 		t.Fatal(err)
 	}
 	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)

@@ -17,6 +17,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 var _ store.Store = &Store{}
@@ -132,7 +133,7 @@ func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []stream.Record) error {
 	// Encode outside the lock and the transaction: it is the expensive part.
 	rows, err := store.EncodeRows(s.cluster, cursor.Epoch, records)
 	if err != nil {
@@ -237,20 +238,20 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error
 	if folded, err := ins.foldRepeat(ctx, epoch, r); folded || err != nil {
 		return err
 	}
-	res, err := ins.attempt.ExecContext(ctx, ins.cluster, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
+	res, err := ins.attempt.ExecContext(ctx, ins.cluster, epoch, int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
 		a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
 	if err != nil {
-		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+		return fmt.Errorf("storing record %d: %w", r.Seq, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil // already stored
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
-		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+		return fmt.Errorf("storing record %d: %w", r.Seq, err)
 	}
 	if _, err := ins.pod.ExecContext(ctx, ins.cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
-		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
+		return fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
 	return ins.indexRejections(ctx, id, r)
 }
@@ -259,7 +260,7 @@ func (ins *inserts) insert(ctx context.Context, epoch string, r store.Row) error
 func (ins *inserts) indexRejections(ctx context.Context, id int64, r store.Row) error {
 	for _, rj := range r.Rejected {
 		if _, err := ins.rejection.ExecContext(ctx, ins.cluster, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names); err != nil {
-			return fmt.Errorf("indexing rejections of record %d: %w", r.Attempt.Seq, err)
+			return fmt.Errorf("indexing rejections of record %d: %w", r.Seq, err)
 		}
 	}
 	return nil
@@ -276,8 +277,8 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 		return false, nil
 	}
 	var before int
-	if err := ins.folded.QueryRowContext(ctx, ins.cluster, r.Attempt.Pod.UID, epoch, int64(r.Attempt.Seq), int64(r.Attempt.Seq)).Scan(&before); err != nil {
-		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.Attempt.Seq, err)
+	if err := ins.folded.QueryRowContext(ctx, ins.cluster, r.Attempt.Pod.UID, epoch, int64(r.Seq), int64(r.Seq)).Scan(&before); err != nil {
+		return false, fmt.Errorf("looking for record %d among folded repeats: %w", r.Seq, err)
 	}
 	if before > 0 {
 		return true, nil // folded before
@@ -296,14 +297,14 @@ func (ins *inserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 	if latestEpoch != epoch || !bytes.Equal(sig, r.Signature) {
 		return false, nil
 	}
-	if r.Attempt.Seq <= max(seq, lastSeq) {
+	if r.Seq <= max(seq, lastSeq) {
 		return true, nil // already stored or folded
 	}
-	if _, err := ins.fold.ExecContext(ctx, r.Attempt.Attempt, int64(r.Attempt.Seq), r.Finished, id); err != nil {
-		return false, fmt.Errorf("folding record %d: %w", r.Attempt.Seq, err)
+	if _, err := ins.fold.ExecContext(ctx, r.Attempt.Attempt, int64(r.Seq), r.Finished, id); err != nil {
+		return false, fmt.Errorf("folding record %d: %w", r.Seq, err)
 	}
 	if _, err := ins.touch.ExecContext(ctx, r.Finished, ins.cluster, r.Attempt.Pod.UID); err != nil {
-		return false, fmt.Errorf("indexing pod of record %d: %w", r.Attempt.Seq, err)
+		return false, fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
 	return true, ins.indexRejections(ctx, id, r)
 }
@@ -381,26 +382,26 @@ func (f foldedSummary) decode() (v1alpha1.AttemptSummary, error) {
 }
 
 // Attempt implements store.Reader.
-func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*record.Attempt, error) {
+func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*stream.Record, error) {
 	where, args, err := podWhere(pod)
 	if err != nil {
 		return nil, err
 	}
-	q := `SELECT data FROM attempts WHERE ` + where
+	q := `SELECT summary, data FROM attempts WHERE ` + where
 	if number > 0 {
 		// A folded repeat is answered with the attempt it was folded into.
 		q += ` AND attempt <= ? AND (attempt = ? OR last_attempt >= ?)`
 		args = append(args, number, number, number)
 	}
 	q += ` ORDER BY id DESC LIMIT 1`
-	var data []byte
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&data); err != nil {
+	var summary, data []byte
+	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&summary, &data); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
 		return nil, fmt.Errorf("reading attempt: %w", err)
 	}
-	return store.DecodeAttempt(data)
+	return store.DecodeRecord(summary, data)
 }
 
 func inNamespaces(column string, namespaces []string) (string, []any) {
