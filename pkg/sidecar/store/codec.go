@@ -30,6 +30,10 @@ func compress(data []byte) []byte {
 	return encoder.EncodeAll(data, make([]byte, 0, len(data)/8))
 }
 
+func decompress(data []byte) ([]byte, error) {
+	return decoder.DecodeAll(data, nil)
+}
+
 // A stored record (Row.Data) is the record format version
 // (record.FormatVersion) in a zstd skippable frame, then the record's JSON
 // as a zstd frame:
@@ -63,10 +67,6 @@ func dataVersion(data []byte) (version int, frame []byte, err error) {
 		return 0, nil, fmt.Errorf("the stored record's version frame is not %d bytes", versionFrameSize)
 	}
 	return int(binary.LittleEndian.Uint32(data[8:])), data[versionFrameSize:], nil
-}
-
-func decompress(data []byte) ([]byte, error) {
-	return decoder.DecodeAll(data, nil)
 }
 
 // Row is a record encoded as every store keeps it.
