@@ -228,7 +228,7 @@ test-minor: build ## Prove one minor (KUBE_MINOR, default the newest) against it
 	@for b in schedscope-scheduler kube-scheduler kube-apiserver; do printf '%s: ' $$b; $(KUBE_BIN)/$$b --version || exit 1; done | tee $(MINOR_OUT)/versions.txt
 	$(GO) vet $(KUBE_FLAGS) ./pkg/scheduler/... ./cmd/schedscope-scheduler/... ./test/integration/equivalence ./test/integration/scheduler
 	@status=0; \
-	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v ./pkg/scheduler/observe ./cmd/schedscope-scheduler/app 2>&1 | tee $(MINOR_OUT)/test.log; \
+	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v ./pkg/scheduler/observe/... ./cmd/schedscope-scheduler/app 2>&1 | tee $(MINOR_OUT)/test.log; \
 		((status |= PIPESTATUS[0])); \
 	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity)$$' \
 		./test/integration/equivalence ./test/integration/scheduler 2>&1 | tee -a $(MINOR_OUT)/test.log; \

@@ -51,7 +51,7 @@ func micro(ctx context.Context, table, raw io.Writer, microFile string, peak flo
 	// -p 1: go test would otherwise run two packages' benchmarks at once,
 	// each taking the other's core.
 	bench := exec.CommandContext(ctx, "go", "test", "-p", "1", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s",
-		"./pkg/scheduler/observe", "./pkg/record", "./pkg/stream", "./pkg/scheduler/metrics", "./pkg/scheduler/tracing")
+		"./pkg/scheduler/observe/...", "./pkg/record", "./pkg/stream", "./pkg/scheduler/metrics", "./pkg/scheduler/tracing")
 	bench.Stdout, bench.Stderr = io.MultiWriter(table, f), raw
 	if err := bench.Run(); err != nil {
 		return fmt.Errorf("micro-benchmarks: %w", err)

@@ -120,7 +120,9 @@ func newObserver(b testing.TB, res *result, mode string) *observer {
 // install is called with each scheduler the harness starts, perhaps more
 // than once. On its first call for a scheduler it installs the observation on it, starts the recorder and
 // serves the record stream to a watcher, all stopped when the workload
-// ends, before the harness checks that no goroutine is left.
+// ends, before the harness checks that no goroutine is left. The harness
+// builds the scheduler with its own event recorders, so the records name
+// no preemption victims (see observe.Recorder.RecorderFactory).
 func (o *observer) install(tCtx tContext, sched *scheduler.Scheduler) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()

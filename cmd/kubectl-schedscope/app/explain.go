@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -257,8 +256,7 @@ func resultCode(r v1alpha1.Result) error {
 // printGroups prints the nodes grouped by verdict: how many, which plugin,
 // which reasons.
 func printGroups(w io.Writer, groups []v1alpha1.Group) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODES\tVERDICT\tPLUGIN\tREASONS")
+	t := newTable("NODES", "VERDICT", "PLUGIN", "REASONS")
 	for _, g := range groups {
 		verdict, plugin, reasons := g.Verdict, g.Plugin, strings.Join(g.Reasons, "; ")
 		if g.Verdict == v1alpha1.VerdictPassed {
@@ -273,9 +271,9 @@ func printGroups(w io.Writer, groups []v1alpha1.Group) {
 		if g.HasChosen {
 			reasons = "holds the chosen node"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", g.Nodes, verdict, plugin, reasons)
+		t.addRow(strconv.Itoa(g.Nodes), verdict, plugin, reasons)
 	}
-	tw.Flush()
+	t.print(w, true)
 }
 
 // printHints prints what would make the pod fit, each hint after the
@@ -334,13 +332,11 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	if !wide {
 		scorePlugins = nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := []string{"NODE", "VERDICT", "PLUGIN", "TOTAL"}
 	for _, p := range scorePlugins {
 		header = append(header, p.Name)
 	}
-	header = append(header, "DETAIL")
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	t := newTable(append(header, "DETAIL")...)
 	for _, r := range e.Rows {
 		verdict := r.Verdict
 		switch {
@@ -375,10 +371,9 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 				cols = append(cols, "-")
 			}
 		}
-		cols = append(cols, detail)
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		t.addRow(append(cols, detail)...)
 	}
-	tw.Flush()
+	t.print(w, true)
 	if e.TotalRows > len(e.Rows) {
 		more := e.TotalRows - len(e.Rows)
 		noun := "nodes"

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,18 +80,10 @@ func (h *historyOptions) run(ctx context.Context) error {
 // column first when they are of more than one cluster (pods of one name
 // in several clusters); with its header row if headers.
 func PrintHistory(w io.Writer, attempts []v1alpha1.AttemptSummary, headers bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	clusters := clusterColumn(attempts, func(a v1alpha1.AttemptSummary) string { return a.Cluster })
-	if headers {
-		if clusters {
-			fmt.Fprint(tw, "CLUSTER\t")
-		}
-		fmt.Fprintln(tw, "ATTEMPT\tRESULT\tNODE\tREJECTED BY\tFINISHED\tMESSAGE")
-	}
+	t := newTable("ATTEMPT", "RESULT", "NODE", "REJECTED BY", "FINISHED", "MESSAGE")
+	var clusters []string
 	for _, a := range attempts {
-		if clusters {
-			fmt.Fprintf(tw, "%s\t", clusterName(a.Cluster))
-		}
+		clusters = append(clusters, clusterName(a.Cluster))
 		number, finished := strconv.Itoa(a.Attempt), a.Finished
 		if a.Repeats > 0 {
 			number = fmt.Sprintf("%d-%d", a.Attempt, a.LastAttempt)
@@ -102,16 +93,19 @@ func PrintHistory(w io.Writer, attempts []v1alpha1.AttemptSummary, headers bool)
 		for _, r := range a.Reasons {
 			reasons = append(reasons, fmt.Sprintf("%s(%d)", r.Plugin, r.Nodes))
 		}
-		node, rejected, message := a.SelectedNode, strings.Join(reasons, ","), a.Message
+		node, rejected := a.SelectedNode, strings.Join(reasons, ",")
 		if node == "" {
 			node = "-"
 		}
 		if rejected == "" {
 			rejected = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", number, a.Result, node, rejected, finished.UTC().Format(time.RFC3339), message)
+		t.addRow(number, string(a.Result), node, rejected, finished.UTC().Format(time.RFC3339), a.Message)
 	}
-	tw.Flush()
+	if clusterColumn(attempts, func(a v1alpha1.AttemptSummary) string { return a.Cluster }) {
+		t.prependColumn("CLUSTER", clusters)
+	}
+	t.print(w, headers)
 }
 
 // parsePodArg returns the name of a pod/NAME argument.

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -162,17 +161,10 @@ func podCluster(s v1alpha1.PodStatus) string { return s.Cluster }
 // printPending prints pods as PrintPending does, with a CLUSTER column if
 // clusters.
 func printPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers, clusters bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if headers {
-		if clusters {
-			fmt.Fprint(tw, "CLUSTER\t")
-		}
-		fmt.Fprintln(tw, "NAMESPACE\tNAME\tPROFILE\tATTEMPTS\tRESULT\tPENDING FOR\tREJECTED BY\tMESSAGE")
-	}
+	t := newTable("NAMESPACE", "NAME", "PROFILE", "ATTEMPTS", "RESULT", "PENDING FOR", "REJECTED BY", "MESSAGE")
+	var names []string
 	for _, p := range pods {
-		if clusters {
-			fmt.Fprintf(tw, "%s\t", clusterName(p.Cluster))
-		}
+		names = append(names, clusterName(p.Cluster))
 		var reasons []string
 		for _, r := range p.Latest.Reasons {
 			reasons = append(reasons, fmt.Sprintf("%s(%d)", r.Plugin, r.Nodes))
@@ -181,8 +173,11 @@ func printPending(w io.Writer, pods []v1alpha1.PodStatus, now time.Time, headers
 		if rejected == "" {
 			rejected = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", p.Pod.Namespace, p.Pod.Name, p.Profile, max(p.Latest.Attempt, p.Latest.LastAttempt),
-			p.Latest.Result, duration.HumanDuration(now.Sub(p.FirstSeen)), rejected, p.Latest.Message)
+		t.addRow(p.Pod.Namespace, p.Pod.Name, p.Profile, strconv.Itoa(max(p.Latest.Attempt, p.Latest.LastAttempt)),
+			string(p.Latest.Result), duration.HumanDuration(now.Sub(p.FirstSeen)), rejected, p.Latest.Message)
 	}
-	tw.Flush()
+	if clusters {
+		t.prependColumn("CLUSTER", names)
+	}
+	t.print(w, headers)
 }

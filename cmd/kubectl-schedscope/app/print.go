@@ -2,9 +2,11 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
+	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,4 +128,42 @@ func namedObjects(v any) (*unstructured.UnstructuredList, error) {
 		return nil, usageErrorf("-o name: this answer is about no Kubernetes object")
 	}
 	return list, nil
+}
+
+// table is one of the plugin's tables: a header row and rows of cells,
+// printed in columns two spaces apart.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+// newTable returns a table with these column headers.
+func newTable(header ...string) *table {
+	return &table{header: header}
+}
+
+// addRow adds a row, a cell for each column.
+func (t *table) addRow(cells ...string) {
+	t.rows = append(t.rows, cells)
+}
+
+// prependColumn makes a column with this header and cells, one for each
+// row, the table's first.
+func (t *table) prependColumn(header string, cells []string) {
+	t.header = append([]string{header}, t.header...)
+	for i := range t.rows {
+		t.rows[i] = append([]string{cells[i]}, t.rows[i]...)
+	}
+}
+
+// print writes the table to w, with its header row if headers.
+func (t *table) print(w io.Writer, headers bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if headers {
+		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	}
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,17 +102,14 @@ func PrintRejections(w io.Writer, list *v1alpha1.RejectionList, headers bool) {
 		fmt.Fprintf(w, "No rejections since %s.\n", list.Since.Format(time.RFC3339))
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	switch {
-	case !headers:
-	case list.By == v1alpha1.ByNode:
-		fmt.Fprintln(tw, "NODE\tATTEMPTS\tREJECTIONS\tBY PLUGIN")
-	default:
-		fmt.Fprintln(tw, "PLUGIN\tATTEMPTS\tNODES REJECTED")
+	t := newTable("PLUGIN", "ATTEMPTS", "NODES REJECTED")
+	if list.By == v1alpha1.ByNode {
+		t = newTable("NODE", "ATTEMPTS", "REJECTIONS", "BY PLUGIN")
 	}
 	for _, it := range list.Items {
+		attempts, nodes := strconv.FormatInt(it.Attempts, 10), strconv.FormatInt(it.Nodes, 10)
 		if list.By != v1alpha1.ByNode {
-			fmt.Fprintf(tw, "%s\t%d\t%d\n", it.Key, it.Attempts, it.Nodes)
+			t.addRow(it.Key, attempts, nodes)
 			continue
 		}
 		plugins := make([]string, 0, len(it.Plugins))
@@ -129,7 +125,7 @@ func PrintRejections(w io.Writer, list *v1alpha1.RejectionList, headers bool) {
 		for i, p := range plugins {
 			plugins[i] = fmt.Sprintf("%s(%d)", p, it.Plugins[p])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", it.Key, it.Attempts, it.Nodes, strings.Join(plugins, ","))
+		t.addRow(it.Key, attempts, nodes, strings.Join(plugins, ","))
 	}
-	tw.Flush()
+	t.print(w, headers)
 }

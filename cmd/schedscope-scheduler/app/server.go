@@ -183,6 +183,9 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 }
 
 // completeConfig is kube-scheduler's configuration from opts, validated.
+// With newScheduler, it builds the scheduler as upstream's Setup does
+// (testdata/kube-scheduler-setup-*.go.txt, checked by TestSetupUnchanged),
+// with what Setup has no option for: the Recorder's event recorder factory.
 func completeConfig(ctx context.Context, opts *options.Options) (*schedulerserverconfig.CompletedConfig, error) {
 	cfg, err := latest.Default()
 	if err != nil {
@@ -219,7 +222,7 @@ func newScheduler(ctx context.Context, opts *options.Options, cc *schedulerserve
 		cc.Client,
 		cc.InformerFactory,
 		cc.DynInformerFactory,
-		recorderFactory(cc),
+		recorder.RecorderFactory(recorderFactory(cc)),
 		scheduler.WithComponentConfigVersion(cc.ComponentConfig.TypeMeta.APIVersion),
 		scheduler.WithKubeConfig(cc.KubeConfig),
 		scheduler.WithProfiles(cc.ComponentConfig.Profiles...),

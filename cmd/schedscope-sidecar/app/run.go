@@ -98,7 +98,7 @@ func (o *Options) Run(ctx context.Context) error {
 		apiConfig.Status = f.Status
 	}
 	if o.ClusterHealth {
-		factory, hs, err := o.watchCluster(ctx, st, m, sreg)
+		factory, hs, err := o.watchCluster(ctx, st, sreg)
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func (o *Options) serving() (*server.SecureServingInfo, *server.AuthenticationIn
 // watchCluster starts the informers behind the cluster metrics, the
 // pending list's check, the hints and the deletion of deleted namespaces'
 // records, until ctx ends; the caller shuts the factory down.
-func (o *Options) watchCluster(ctx context.Context, st store.Store, m *metrics.Metrics, reg prometheus.Registerer) (informers.SharedInformerFactory, *hints.Source, error) {
+func (o *Options) watchCluster(ctx context.Context, st store.Store, reg prometheus.Registerer) (informers.SharedInformerFactory, *hints.Source, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
@@ -196,7 +196,7 @@ func (o *Options) watchCluster(ctx context.Context, st store.Store, m *metrics.M
 		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	if _, err := clustermetrics.NewCluster(factory, m, reg, clock.RealClock{}); err != nil {
+	if _, err := clustermetrics.NewCluster(factory, reg, clock.RealClock{}); err != nil {
 		return nil, nil, err
 	}
 	if err := namespaces.Forget(ctx, factory.Core().V1().Namespaces(), client.CoreV1(), st); err != nil {

@@ -15,7 +15,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/schedscope/schedscope/pkg/scheduler/observe"
+	schedscopeplugins "github.com/schedscope/schedscope/pkg/plugins"
 )
 
 // Options register the plugins with a scheduler command, kube-scheduler's
@@ -86,11 +86,11 @@ func (*NodeLabelScore) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1
 type NodeRoom struct{}
 
 var (
-	_ fwk.PreFilterPlugin      = &NodeRoom{}
-	_ fwk.FilterPlugin         = &NodeRoom{}
-	_ observe.FilterExplainer  = &NodeRoom{}
-	_ observe.AttemptExplainer = &NodeRoom{}
-	_ fwk.PreFilterExtensions  = &NodeRoom{}
+	_ fwk.PreFilterPlugin                = &NodeRoom{}
+	_ fwk.FilterPlugin                   = &NodeRoom{}
+	_ schedscopeplugins.FilterExplainer  = &NodeRoom{}
+	_ schedscopeplugins.AttemptExplainer = &NodeRoom{}
+	_ fwk.PreFilterExtensions            = &NodeRoom{}
 )
 
 // NodeRoomName is the name of NodeRoom.

@@ -7,6 +7,9 @@
 // put inside an observing wrapper that times it and passes its results
 // through unchanged. Each profile's framework is wrapped too, so the
 // per-node Filter verdicts and per-plugin scores the scheduler computes are
-// captured where it computes them. Together they produce one decision
-// record per scheduling attempt.
+// captured where it computes them. Together they collect what each
+// scheduling attempt did, and package build turns that into the attempt's
+// decision record on the Recorder's background worker. The event recorders
+// of a scheduler built with Recorder.RecorderFactory tell which pods
+// preemption evicted.
 package observe

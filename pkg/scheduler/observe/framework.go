@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -23,9 +24,13 @@ import (
 // keeps them (see observePlugins), and the framework itself is wrapped, so
 // the scheduler's own calls into it are observed; the plugins keep the real
 // framework as their handle, so the Filter calls preemption makes while it
-// simulates evictions stay out of the recorded verdicts.
+// simulates evictions stay out of the recorded verdicts. The records name
+// the pods preemption evicted when sched was built with r.RecorderFactory.
 func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 	for name, f := range sched.Profiles {
+		if !r.recordsVictimsFor(f) {
+			klog.Background().Info("Preemption victims are not recorded: the scheduler was not built with the Recorder's RecorderFactory", "profile", name)
+		}
 		table := r.profileTable(name)
 		if err := r.observePlugins(table, f); err != nil {
 			return fmt.Errorf("observing profile %q: %w", name, err)

@@ -20,7 +20,8 @@ import (
 // the framework's event recorder is an EventRecorder, and RunPermitPlugins
 // returns only a status.
 
-// eventRecorder is the type of the framework's event recorder.
+// eventRecorder is the type of the event recorders a profile.RecorderFactory
+// makes, which the framework keeps.
 type eventRecorder = events.EventRecorder
 
 // observeSchedulePod records each run of sched's scheduling algorithm. The

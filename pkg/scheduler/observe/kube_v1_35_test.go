@@ -36,3 +36,8 @@ func signPod(ctx context.Context, f fwk.Handle, pod *v1.Pod) fwk.PodSignature {
 func runPermit(ctx context.Context, f framework.Framework, state fwk.CycleState, pod *v1.Pod, node string) string {
 	return fmt.Sprint(f.RunPermitPlugins(ctx, state, pod, node))
 }
+
+func (p probe) PreBindPreFlight(context.Context, fwk.CycleState, *v1.Pod, string) *fwk.Status {
+	p.calls.sample()
+	return nil
+}

@@ -19,7 +19,8 @@ import (
 // event recorder is an EventRecorderLogger, and RunPermitPlugins returns
 // each plugin's wait.
 
-// eventRecorder is the type of the framework's event recorder.
+// eventRecorder is the type of the event recorders a profile.RecorderFactory
+// makes, which the framework keeps.
 type eventRecorder = events.EventRecorderLogger
 
 func (v victimRecorder) WithLogger(logger klog.Logger) events.EventRecorderLogger {

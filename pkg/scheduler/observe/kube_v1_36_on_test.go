@@ -26,3 +26,8 @@ func runPermit(ctx context.Context, f framework.Framework, state fwk.CycleState,
 	waits, s := f.RunPermitPlugins(ctx, state, pod, node)
 	return fmt.Sprint(waits, " ", s)
 }
+
+func (p probe) PreBindPreFlight(context.Context, fwk.CycleState, *v1.Pod, string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	p.calls.sample()
+	return nil, nil
+}

@@ -9,9 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe/nodeset"
 )
 
 // Sink receives every finished record, in the order records are finished.
@@ -68,7 +70,7 @@ type Recorder struct {
 	finished chan *attempt
 	dropped  atomic.Uint64
 
-	nodes atomic.Pointer[nodeSet]
+	nodes atomic.Pointer[nodeset.Set]
 }
 
 // NewRecorder returns a Recorder; call Run to start producing records.
@@ -127,6 +129,20 @@ func (r *Recorder) publish(a *attempt) {
 		r.dropped.Add(1)
 		klog.ErrorS(err, "Dropped a decision record", "pod", klog.KObj(a.pod))
 	}
+}
+
+// nodeSetOf returns the node set of the snapshot's list, the cached one
+// while the snapshot keeps its list.
+func (r *Recorder) nodeSetOf(list []fwk.NodeInfo) *nodeset.Set {
+	if len(list) == 0 {
+		return nodeset.Empty
+	}
+	if c := r.nodes.Load(); c != nil && c.BuiltFrom(list) {
+		return c
+	}
+	set := nodeset.New(list)
+	r.nodes.Store(set)
+	return set
 }
 
 // awaitingAttempt is a preempting attempt waiting for its victims.

@@ -23,6 +23,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe/nodeset"
 )
 
 // shapeBase is what every part of a test plugin shares: its name, how it
@@ -244,7 +245,7 @@ func TestObservedFrameworkEqualsPlain(t *testing.T) {
 			}
 
 			want := exercise(t, plain, nil)
-			a := newAttempt(table, st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), emptyNodeSet)
+			a := newAttempt(table, st.MakePod().Name("p").Obj(), 1, time.Now(), time.Now(), nodeset.Empty)
 			got := exercise(t, f, a)
 			// Filter and Score run in parallel over nodes: compare the
 			// calls as sets, their order being the framework's answers'.
@@ -254,10 +255,10 @@ func TestObservedFrameworkEqualsPlain(t *testing.T) {
 				t.Fatalf("%s: the observed framework differs from the plain one (-plain +observed):\n%s", name, diff)
 			}
 
-			observedPoints := map[point]bool{}
+			observedPoints := map[string]bool{}
 			for _, s := range a.pluginStatuses {
-				if table.plugins[s.plugin] == "Shape" {
-					observedPoints[s.point] = true
+				if s.Plugin == "Shape" {
+					observedPoints[s.Point] = true
 				}
 			}
 			wantDetails := []record.PluginDetail(nil)
@@ -269,7 +270,7 @@ func TestObservedFrameworkEqualsPlain(t *testing.T) {
 				t.Errorf("%s: details (-want +got):\n%s", name, diff)
 			}
 			for _, part := range shape.parts {
-				if p, ok := onceObservedPoints[part]; ok && !observedPoints[p] && !(p == pointPreFilter && len(a.preFilter) > 0) && ranAt(observedBase.calls, p) {
+				if p, ok := onceObservedPoints[part]; ok && !observedPoints[p.String()] && !(p == pointPreFilter && len(a.preFilter) > 0) && ranAt(observedBase.calls, p) {
 					t.Errorf("%s: the shape's %s call was not recorded", name, p)
 				}
 			}

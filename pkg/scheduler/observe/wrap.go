@@ -11,12 +11,12 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	schedscopeplugins "github.com/schedscope/schedscope/pkg/plugins"
 	"github.com/schedscope/schedscope/pkg/version"
 )
 
 // observePlugins puts every plugin of f's recorded extension points inside
-// an observing wrapper, in place, and gives f's plugins an event recorder
-// that reports preemption victims to r.
+// an observing wrapper, in place.
 //
 // f must be the framework the scheduler built (kube-scheduler's own
 // implementation): the framework keeps its plugins per extension point in
@@ -41,7 +41,7 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 		if !ok {
 			o = &observed{table: table, index: table.add(p.Name())}
 			plugins[p.Name()] = o
-			if e, ok := pluginBehind(p).(AttemptExplainer); ok {
+			if e, ok := pluginBehind(p).(schedscopeplugins.AttemptExplainer); ok {
 				table.explainers = append(table.explainers, attemptExplainer{index: o.index, explainer: e})
 			}
 		}
@@ -50,15 +50,8 @@ func (r *Recorder) observePlugins(table *profileTable, f framework.Framework) er
 	for _, s := range observedSlices {
 		s.wrap(fields.field(s.name), of)
 	}
-	if recorder := fields.field(eventRecorderField); !recorder.IsNil() {
-		recorder.Set(reflect.ValueOf(victimRecorder{eventRecorder: recorder.Interface().(eventRecorder), recorder: r}))
-	}
 	return nil
 }
-
-// eventRecorderField is the framework's event recorder, which plugins reach
-// through their handle.
-const eventRecorderField = "eventRecorder"
 
 // frameworkStruct is the framework's struct, its fields made settable.
 type frameworkStruct struct{ v reflect.Value }
@@ -71,8 +64,7 @@ func frameworkFields(f framework.Framework) (frameworkStruct, error) {
 		return frameworkStruct{}, fmt.Errorf("the framework is a %T, not kube-scheduler's framework implementation", f)
 	}
 	s := frameworkStruct{v.Elem()}
-	want := []observedSlice{{name: eventRecorderField, typ: reflect.TypeFor[eventRecorder]()}}
-	for _, w := range append(want, observedSlices...) {
+	for _, w := range observedSlices {
 		field := s.v.FieldByName(w.name)
 		if !field.IsValid() || field.Type() != w.typ {
 			return frameworkStruct{}, fmt.Errorf("the framework %T has no field %s of type %s: this schedscope observes the framework of k8s.io/kubernetes %s", f, w.name, w.typ, version.Kubernetes())
@@ -136,7 +128,7 @@ func wrapSlice[P fwk.Plugin](name string, wrap func(P, *observed) P) observedSli
 var observedSlices = []observedSlice{
 	wrapSlice("preFilterPlugins", func(p fwk.PreFilterPlugin, o *observed) fwk.PreFilterPlugin { return preFilterPlugin{p, o} }),
 	wrapSlice("filterPlugins", func(p fwk.FilterPlugin, o *observed) fwk.FilterPlugin {
-		explainer, _ := pluginBehind(p).(FilterExplainer)
+		explainer, _ := pluginBehind(p).(schedscopeplugins.FilterExplainer)
 		return filterPlugin{p, o, explainer}
 	}),
 	wrapSlice("postFilterPlugins", func(p fwk.PostFilterPlugin, o *observed) fwk.PostFilterPlugin { return postFilterPlugin{p, o} }),
@@ -208,7 +200,7 @@ func (w preFilterPlugin) PreFilter(ctx context.Context, state fwk.CycleState, p 
 type filterPlugin struct {
 	fwk.FilterPlugin
 	o         *observed
-	explainer FilterExplainer // nil unless the plugin explains its rejections
+	explainer schedscopeplugins.FilterExplainer // nil unless the plugin explains its rejections
 }
 
 func (w filterPlugin) Filter(ctx context.Context, state fwk.CycleState, p *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {

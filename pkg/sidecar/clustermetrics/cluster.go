@@ -11,8 +11,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
-
-	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 )
 
 // CountedEventReasons are the event reasons counted in
@@ -38,28 +36,39 @@ var AgeBuckets = []struct {
 	{"2h+", 1<<63 - 1},
 }
 
-// Cluster derives scheduling health from pods and events. Pending pods are
-// counted from the pod informer's cache on each scrape; the time to schedule
-// and the event counters are driven by informer events.
+// Cluster derives scheduling health from pods and events, and is the
+// collector of its series. Pending pods are counted from the pod informer's
+// cache on each scrape; the time to schedule and the event counters are
+// driven by informer events.
 type Cluster struct {
-	pods    corelisters.PodLister
-	clock   clock.PassiveClock
-	metrics *metrics.Metrics
+	pods  corelisters.PodLister
+	clock clock.PassiveClock
 
-	pendingDesc *prometheus.Desc
+	pendingDesc        *prometheus.Desc
+	schedulingDuration *prometheus.HistogramVec
+	schedulingEvents   *prometheus.CounterVec
 }
 
 var _ prometheus.Collector = &Cluster{}
 
-// NewCluster sets up informers from factory, registers the pending pods
-// gauge with reg and records the time to schedule and events into m.
-func NewCluster(factory informers.SharedInformerFactory, m *metrics.Metrics, reg prometheus.Registerer, clk clock.PassiveClock) (*Cluster, error) {
+// NewCluster sets up informers from factory and registers the cluster's
+// series with reg.
+func NewCluster(factory informers.SharedInformerFactory, reg prometheus.Registerer, clk clock.PassiveClock) (*Cluster, error) {
 	c := &Cluster{
-		pods:    factory.Core().V1().Pods().Lister(),
-		clock:   clk,
-		metrics: m,
+		pods:  factory.Core().V1().Pods().Lister(),
+		clock: clk,
 		pendingDesc: prometheus.NewDesc("schedscope_cluster_pending_pods",
 			"Pods not yet bound to a node, by scheduler profile (spec.schedulerName) and age bucket.", []string{"profile", "age"}, nil),
+		schedulingDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "schedscope_pod_scheduling_duration_seconds",
+			Help: "Time from pod creation to the pod being scheduled, by scheduler profile.",
+			// 10ms to about 2.9h: from an idle cluster to pods pending for hours.
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 11),
+		}, []string{"profile"}),
+		schedulingEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "schedscope_cluster_scheduling_events_total",
+			Help: "FailedScheduling, Preempted and eviction events, by reason.",
+		}, []string{"reason"}),
 	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: c.podUpdated,
@@ -99,7 +108,7 @@ func (c *Cluster) podUpdated(oldObj, newObj any) {
 	if d < 0 {
 		d = 0
 	}
-	c.metrics.PodSchedulingDuration.WithLabelValues(pod.Spec.SchedulerName).Observe(d.Seconds())
+	c.schedulingDuration.WithLabelValues(pod.Spec.SchedulerName).Observe(d.Seconds())
 }
 
 func eventCount(e *corev1.Event) int32 {
@@ -124,17 +133,21 @@ func (c *Cluster) eventSeen(oldObj, newObj any) {
 		n -= eventCount(old)
 	}
 	if n > 0 {
-		c.metrics.SchedulingEvents.WithLabelValues(e.Reason).Add(float64(n))
+		c.schedulingEvents.WithLabelValues(e.Reason).Add(float64(n))
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Cluster) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.pendingDesc
+	c.schedulingDuration.Describe(ch)
+	c.schedulingEvents.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (c *Cluster) Collect(ch chan<- prometheus.Metric) {
+	c.schedulingDuration.Collect(ch)
+	c.schedulingEvents.Collect(ch)
 	pods, _ := c.pods.List(labels.Everything())
 	for profile, counts := range pendingByProfile(pods, c.clock.Now()) {
 		for i, b := range AgeBuckets {

@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 )
 
 var now = time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
@@ -109,9 +107,9 @@ func TestClusterMetrics(t *testing.T) {
 		makeEvent("old-failure", "FailedScheduling", 5),
 	)
 	reg := prometheus.NewRegistry()
-	m := metrics.NewMetrics(reg)
 	factory := informers.NewSharedInformerFactory(client, 0)
-	if _, err := NewCluster(factory, m, reg, testingclock.NewFakePassiveClock(now)); err != nil {
+	c, err := NewCluster(factory, reg, testingclock.NewFakePassiveClock(now))
+	if err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
@@ -134,10 +132,10 @@ func TestClusterMetrics(t *testing.T) {
 	if _, err := events.Update(ctx, makeEvent("f1", "FailedScheduling", 3), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return testutil.ToFloat64(m.SchedulingEvents.WithLabelValues("FailedScheduling")) == 3 &&
-			testutil.ToFloat64(m.SchedulingEvents.WithLabelValues("Preempted")) == 1 &&
-			testutil.CollectAndCount(m.PodSchedulingDuration) == 1, nil
+	err = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return testutil.ToFloat64(c.schedulingEvents.WithLabelValues("FailedScheduling")) == 3 &&
+			testutil.ToFloat64(c.schedulingEvents.WithLabelValues("Preempted")) == 1 &&
+			testutil.CollectAndCount(c.schedulingDuration) == 1, nil
 	})
 	if err != nil {
 		t.Fatalf("informer events not seen: %v", err)

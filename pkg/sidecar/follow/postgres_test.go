@@ -71,7 +71,11 @@ func TestPostgresFaultsLoseNothing(t *testing.T) {
 	r.stop()
 	st.Close()
 	st = open()
-	follow(t, sched.url(), st, nil)
+	restarted := follow(t, sched.url(), st, nil)
+	// The test ends only once the restarted sidecar has read the stored
+	// cursor, which may need a new connection: it may find every record
+	// stored already.
+	eventually(t, "the restarted sidecar reading the stored cursor", func() bool { return restarted.f.Status().Cursor.Epoch == "e1" })
 	eventually(t, "every record emitted", func() bool { return sched.buf.Last() == emitted })
 	waitCursor(t, st, v1alpha1.Cursor{Epoch: "e1", Seq: emitted})
 	if diff := cmp.Diff(seqRange(1, emitted), storedSeqs(t, st)); diff != "" {

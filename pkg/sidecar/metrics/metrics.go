@@ -1,8 +1,9 @@
-// Package metrics defines the sidecar's Prometheus metrics: the follower's
-// own (records received and lost, relists, epoch changes, store size, ingest
-// errors), the scheduler's health as the sidecar sees it, and the cluster
-// scheduling health derived from pods and events. Every metric is
-// prefixed schedscope_ and labelled only from closed sets.
+// Package metrics defines the sidecar's own Prometheus metrics: the
+// follower's (records received and lost, relists, epoch changes, store
+// size, ingest errors) and the scheduler's health as the sidecar sees it.
+// Package clustermetrics owns the series derived from the cluster's pods
+// and events. Every metric is prefixed schedscope_ and labelled only from
+// closed sets.
 package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
@@ -34,9 +35,6 @@ type Metrics struct {
 	StoreDiskBytes  prometheus.Gauge
 
 	SchedulerUp *prometheus.GaugeVec
-
-	PodSchedulingDuration *prometheus.HistogramVec
-	SchedulingEvents      *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -78,21 +76,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Subsystem: "scheduler", Name: "up",
 			Help: "Whether the scheduler's health endpoint answered 200 on the last probe, by probe (liveness, readiness).",
 		}, []string{"probe"}),
-		PodSchedulingDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Subsystem: "pod", Name: "scheduling_duration_seconds",
-			Help: "Time from pod creation to the pod being scheduled, by scheduler profile.",
-			// 10ms to about 2.9h: from an idle cluster to pods pending for hours.
-			Buckets: prometheus.ExponentialBuckets(0.01, 4, 11),
-		}, []string{"profile"}),
-		SchedulingEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Subsystem: "cluster", Name: "scheduling_events_total",
-			Help: "FailedScheduling, Preempted and eviction events, by reason.",
-		}, []string{"reason"}),
 	}
 	for _, stage := range []string{StageConnect, StageDecode, StageStore} {
 		m.IngestErrors.WithLabelValues(stage)
 	}
 	reg.MustRegister(m.RecordsReceived, m.RecordsLost, m.Relists, m.EpochChanges, m.IngestErrors,
-		m.StoreAttempts, m.StoreBytes, m.StoreDiskBytes, m.SchedulerUp, m.PodSchedulingDuration, m.SchedulingEvents)
+		m.StoreAttempts, m.StoreBytes, m.StoreDiskBytes, m.SchedulerUp)
 	return m
 }

@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // pruneLock is the first advisory lock key under which one process at a
@@ -31,22 +30,23 @@ const deleteBatch = 500
 // new rows, never waits for retention. When another process is applying
 // retention to the cluster's records, Prune does nothing.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pruning: %w", err)
 	}
-	defer conn.Release()
+	defer conn.Close()
 	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, pruneLock, s.cluster).Scan(&locked); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, pruneLock, s.cluster).Scan(&locked); err != nil {
 		return 0, fmt.Errorf("pruning: taking the retention lock: %w", err)
 	}
 	if !locked {
 		return 0, nil
 	}
 	defer func() {
-		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext($2))`, pruneLock, s.cluster); err != nil {
-			// The lock goes with the connection.
-			conn.Conn().Close(context.WithoutCancel(ctx))
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext($2))`, pruneLock, s.cluster); err != nil {
+			// The lock goes with the connection, which a bad
+			// connection error closes.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
 	r, c := s.retention, s.cluster
@@ -79,12 +79,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 
 // pruneNamespaces deletes the oldest attempts beyond bound of each of the
 // cluster's namespaces.
-func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
-	rows, err := conn.Query(ctx, `SELECT namespace FROM attempts WHERE cluster = $2 GROUP BY namespace HAVING COUNT(*) > $1`, bound, s.cluster)
-	if err != nil {
-		return 0, fmt.Errorf("pruning by namespace: %w", err)
-	}
-	namespaces, err := pgx.CollectRows(rows, pgx.RowTo[string])
+func (s *Store) pruneNamespaces(ctx context.Context, conn *sql.Conn, bound int64) (int, error) {
+	namespaces, err := crowdedNamespaces(ctx, conn, s.cluster, bound)
 	if err != nil {
 		return 0, fmt.Errorf("pruning by namespace: %w", err)
 	}
@@ -100,19 +96,41 @@ func (s *Store) pruneNamespaces(ctx context.Context, conn *pgxpool.Conn, bound i
 	return removed, nil
 }
 
+// crowdedNamespaces returns the namespaces of cluster with more than bound
+// attempts.
+func crowdedNamespaces(ctx context.Context, conn *sql.Conn, cluster string, bound int64) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT namespace FROM attempts WHERE cluster = $2 GROUP BY namespace HAVING COUNT(*) > $1`, bound, cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return nil, err
+		}
+		out = append(out, ns)
+	}
+	return out, rows.Err()
+}
+
 // RetainedBytes returns the bytes Retention.MaxDiskBytes bounds: the
 // store's cluster's records and rejection index. PostgreSQL keeps the
 // space of deleted rows for new ones rather than giving it back, so its
 // files stay near their high-water mark (Stats().DiskBytes).
 func (s *Store) RetainedBytes(ctx context.Context) (int64, error) {
-	return retainedBytes(ctx, s.pool, s.cluster)
+	return retainedBytes(ctx, s.db, s.cluster)
 }
 
-func retainedBytes(ctx context.Context, q interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, cluster string) (int64, error) {
+// querier is a database or one of its connections.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func retainedBytes(ctx context.Context, q querier, cluster string) (int64, error) {
 	var n int64
-	err := q.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(size), 0) FROM attempts WHERE cluster = $1)
+	err := q.QueryRowContext(ctx, `SELECT (SELECT COALESCE(SUM(size), 0) FROM attempts WHERE cluster = $1)
 		+ (SELECT COALESCE(SUM(octet_length(node_names)), 0) FROM rejections WHERE cluster = $1)`, cluster).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("reading the stored bytes: %w", err)
@@ -123,7 +141,7 @@ func retainedBytes(ctx context.Context, q interface {
 // pruneBytes deletes the oldest attempts, in proportion to the excess
 // (aiming a tenth below the bound), while the retained bytes exceed bound;
 // sizes vary, so a few rounds may be needed.
-func (s *Store) pruneBytes(ctx context.Context, conn *pgxpool.Conn, bound int64) (int, error) {
+func (s *Store) pruneBytes(ctx context.Context, conn *sql.Conn, bound int64) (int, error) {
 	removed := 0
 	for range 4 {
 		used, err := retainedBytes(ctx, conn, s.cluster)
@@ -131,7 +149,7 @@ func (s *Store) pruneBytes(ctx context.Context, conn *pgxpool.Conn, bound int64)
 			return removed, err
 		}
 		var count int64
-		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM attempts WHERE cluster = $1`, s.cluster).Scan(&count); err != nil {
+		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE cluster = $1`, s.cluster).Scan(&count); err != nil {
 			return removed, fmt.Errorf("pruning by size: %w", err)
 		}
 		excess := used - bound*9/10
@@ -147,10 +165,10 @@ func (s *Store) pruneBytes(ctx context.Context, conn *pgxpool.Conn, bound int64)
 
 // deleteUpTo deletes the attempts matching where whose id is at most the
 // one cutoff selects; cutoff and where share args, cutoff's first.
-func deleteUpTo(ctx context.Context, conn *pgxpool.Conn, cutoff, where string, args ...any) (int, error) {
+func deleteUpTo(ctx context.Context, conn *sql.Conn, cutoff, where string, args ...any) (int, error) {
 	var id int64
-	err := conn.QueryRow(ctx, cutoff, args...).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := conn.QueryRowContext(ctx, cutoff, args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
 	if err != nil {
@@ -162,9 +180,7 @@ func deleteUpTo(ctx context.Context, conn *pgxpool.Conn, cutoff, where string, a
 // deleteBatches deletes the attempts matching where, with their rejection
 // rows and the pods whose latest attempt they are, deleteBatch attempts
 // per transaction.
-func deleteBatches(ctx context.Context, conn interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, where string, args ...any) (removed int, err error) {
+func deleteBatches(ctx context.Context, conn querier, where string, args ...any) (removed int, err error) {
 	stmt := fmt.Sprintf(`WITH deleted AS (
 			DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE %s LIMIT %d) RETURNING id),
 		rejections AS (DELETE FROM rejections WHERE attempt_id IN (SELECT id FROM deleted)),
@@ -172,7 +188,7 @@ func deleteBatches(ctx context.Context, conn interface {
 		SELECT COUNT(*) FROM deleted`, where, deleteBatch)
 	for {
 		var n int
-		if err := conn.QueryRow(ctx, stmt, args...).Scan(&n); err != nil {
+		if err := conn.QueryRowContext(ctx, stmt, args...).Scan(&n); err != nil {
 			return removed, fmt.Errorf("pruning: %w", err)
 		}
 		removed += n
@@ -184,7 +200,7 @@ func deleteBatches(ctx context.Context, conn interface {
 
 // DeleteNamespace implements store.Store.
 func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (int, error) {
-	n, err := deleteBatches(ctx, s.pool, `cluster = $1 AND namespace = $2`, s.cluster, namespace)
+	n, err := deleteBatches(ctx, s.db, `cluster = $1 AND namespace = $2`, s.cluster, namespace)
 	if err != nil {
 		return n, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
 	}

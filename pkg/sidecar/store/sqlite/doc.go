@@ -1,7 +1,6 @@
 // Package sqlite implements store.Store in an embedded SQLite database file
-// (modernc.org/sqlite, pure Go). Each attempt is one row holding its summary
-// as JSON and its full record as zstd-compressed JSON; side tables index the
-// latest attempt of every pod and the Filter rejections of every attempt.
-// The schema is versioned (SQLite's user_version) and migrated forward on
-// Open.
+// (modernc.org/sqlite, pure Go): the SQL of package sqlstore in SQLite's
+// dialect, and retention that gives the pages it frees back to the file
+// system. The schema is versioned (SQLite's user_version) and migrated
+// forward on Open.
 package sqlite

@@ -8,16 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
-	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlstore"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/storetest"
-	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 func userVersion(t *testing.T, path string) int {
@@ -34,10 +28,25 @@ func userVersion(t *testing.T, path string) int {
 	return v
 }
 
-func TestMigrations(t *testing.T) {
-	if len(migrations) != store.SchemaVersion {
-		t.Fatalf("SQLite has %d schema versions, the store's history has %d", len(migrations), store.SchemaVersion)
+// copyTestdata copies testdata/name, a database of schema version, into a
+// temporary directory and returns the copy's path.
+func copyTestdata(t *testing.T, name string, version int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
 	}
+	path := filepath.Join(t.TempDir(), "records.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := userVersion(t, path); v != version {
+		t.Fatalf("testdata/%s has schema version %d, want %d", name, v, version)
+	}
+	return path
+}
+
+func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	for range 2 { // a new file, then the same file again
@@ -75,7 +84,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(migrations[0] + "; PRAGMA user_version = 1"); err != nil {
+	if _, err := sqlstore.MigrateTo(context.Background(), db, &dialect, 1); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -103,17 +112,7 @@ func TestOpenConvertsToIncrementalVacuum(t *testing.T) {
 // repeat after it is stored and the next ones fold into that.
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	data, err := os.ReadFile("testdata/schema-v1.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "records.db")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if v := userVersion(t, path); v != 1 {
-		t.Fatalf("testdata/schema-v1.db has schema version %d, want 1", v)
-	}
+	path := copyTestdata(t, "schema-v1.db", 1)
 	s, err := Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,30 +121,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if v := userVersion(t, path); v != store.SchemaVersion {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
-	storetest.CheckFixture(t, s)
-
-	repeat := func(n int) *record.Attempt {
-		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
-			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
-	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
-		t.Fatal(err)
-	}
-	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type folded struct {
-		Seq                  uint64
-		Repeats, LastAttempt int
-	}
-	var got []folded
-	for _, a := range sums {
-		got = append(got, folded{a.Seq, a.Repeats, a.LastAttempt})
-	}
-	if diff := cmp.Diff([]folded{{6, 1, 4}, {4, 0, 0}, {2, 0, 0}}, got); diff != "" {
-		t.Errorf("attempts of b/p2 (-want +got):\n%s", diff)
-	}
+	storetest.CheckUnsignedFixture(t, s)
 }
 
 // TestMigrateFromVersion2: testdata/schema-v2.db was written by the
@@ -156,17 +132,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 // same epoch, sequences and UIDs beside them.
 func TestMigrateFromVersion2(t *testing.T) {
 	ctx := context.Background()
-	data, err := os.ReadFile("testdata/schema-v2.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "records.db")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if v := userVersion(t, path); v != 2 {
-		t.Fatalf("testdata/schema-v2.db has schema version %d, want 2", v)
-	}
+	path := copyTestdata(t, "schema-v2.db", 2)
 	s, err := Open(ctx, path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +147,26 @@ func TestMigrateFromVersion2(t *testing.T) {
 	}
 	if free != 0 {
 		t.Errorf("%d free pages after the migration copied the tables, want them given back to the file system", free)
+	}
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
+}
+
+// TestOpenVersion4: testdata/schema-v4.db was written by the release
+// before the stores shared their SQL (schema version 4), holding
+// storetest.Fixture under cursor (e1, 5). Opened by this build it keeps
+// its version and answers every query as before, repeats fold into its
+// attempts, and a named cluster stores the same epoch, sequences and UIDs
+// beside them.
+func TestOpenVersion4(t *testing.T) {
+	ctx := context.Background()
+	path := copyTestdata(t, "schema-v4.db", 4)
+	s, err := Open(ctx, path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := userVersion(t, path); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
 	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
 }

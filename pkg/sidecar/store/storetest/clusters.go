@@ -11,10 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
-	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // Two clusters written into one store: east holds Fixture under cursor
@@ -340,26 +338,7 @@ func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.St
 	if diff := cmp.Diff([]string{":a/p3", ":b/p2", ":a/p1"}, clusterPods(pods)); diff != "" {
 		t.Errorf("pods after the migration, in the unnamed cluster (-want +got):\n%s", diff)
 	}
-	repeat := func(n int) *record.Attempt {
-		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
-			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
-	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
-		t.Fatal(err)
-	}
-	type folded struct {
-		Seq                  uint64
-		Repeats, LastAttempt int
-	}
-	var got []folded
-	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range sums {
-		got = append(got, folded{a.Seq, a.Repeats, a.LastAttempt})
-	}
-	if diff := cmp.Diff([]folded{{4, 2, 4}, {2, 0, 0}}, got); diff != "" {
+	if diff := cmp.Diff([]folded{{4, 2, 4}, {2, 0, 0}}, appendRepeats(t, s)); diff != "" {
 		t.Errorf("attempts of b/p2, the repeats folded into the migrated attempt 2 (-want +got):\n%s", diff)
 	}
 

@@ -124,6 +124,49 @@ func CheckFixture(t *testing.T, s store.Store) {
 	}
 }
 
+// CheckUnsignedFixture asserts what a store migrated from schema version
+// 1 (before folding) that held Fixture under cursor (e1, 5) answers:
+// everything CheckFixture checks; and, since the attempts stored before
+// the migration carry no outcome signature, a pending pod's first repeat
+// after it is stored and the next ones fold into that.
+func CheckUnsignedFixture(t *testing.T, s store.Store) {
+	t.Helper()
+	CheckFixture(t, s)
+	if diff := cmp.Diff([]folded{{6, 1, 4}, {4, 0, 0}, {2, 0, 0}}, appendRepeats(t, s)); diff != "" {
+		t.Errorf("attempts of b/p2 (-want +got):\n%s", diff)
+	}
+}
+
+// folded is what an attempt's summary says of the repeats folded into it.
+type folded struct {
+	Seq                  uint64
+	Repeats, LastAttempt int
+}
+
+// appendRepeats stores attempts 3 and 4 of pod b/p2 of Fixture, repeats
+// of its attempt 2's outcome, as sequences 6 and 7 of epoch e1, and
+// returns the pod's attempts then, newest first.
+func appendRepeats(t *testing.T, s store.Store) []folded {
+	t.Helper()
+	ctx := context.Background()
+	repeat := func(n int) *record.Attempt {
+		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
+	}
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []folded
+	for _, a := range sums {
+		out = append(out, folded{a.Seq, a.Repeats, a.LastAttempt})
+	}
+	return out
+}
+
 var rejectionsByPlugin = []v1alpha1.RejectionCount{
 	{Key: "NodeResourcesFit", Attempts: 2, Nodes: 3},
 	{Key: "TaintToleration", Attempts: 2, Nodes: 3},

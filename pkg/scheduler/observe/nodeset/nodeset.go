@@ -1,4 +1,8 @@
-package observe
+// Package nodeset indexes the names of the nodes of the scheduler's
+// snapshot: where the framework names a node in a Filter or Score call, it
+// finds the node's place in the snapshot, and it knows the nodes' order by
+// name, the order of a decision record.
+package nodeset
 
 import (
 	"math/bits"
@@ -9,10 +13,10 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-// nodeSet caches the names of the snapshot's nodes, indexes to find them
-// and their order by name. The snapshot keeps its node list until nodes
-// are added or removed, so the cache is rebuilt only then.
-type nodeSet struct {
+// Set caches the names of the snapshot's nodes, indexes to find them and
+// their order by name. The snapshot keeps its node list until nodes are
+// added or removed, so a Set is built again only then (BuiltFrom).
+type Set struct {
 	list  *fwk.NodeInfo // the first element of the snapshot's list
 	names []string      // in the snapshot's order
 	index map[string]int32
@@ -28,25 +32,19 @@ type nodeSet struct {
 	rank   []int32 // rank[i] is the place of names[i] in sorted
 }
 
-var emptyNodeSet = &nodeSet{}
+// Empty is the set of no nodes.
+var Empty = &Set{}
 
-func (r *Recorder) nodeSetOf(list []fwk.NodeInfo) *nodeSet {
-	if len(list) == 0 {
-		return emptyNodeSet
-	}
-	if c := r.nodes.Load(); c != nil && c.list == &list[0] && len(c.names) == len(list) {
-		return c
-	}
-	set := newNodeSet(list)
-	r.nodes.Store(set)
-	return set
-}
-
-func newNodeSet(list []fwk.NodeInfo) *nodeSet {
+// New returns the set of the nodes of list, the snapshot's; Empty for no
+// nodes.
+func New(list []fwk.NodeInfo) *Set {
 	n := len(list)
+	if n == 0 {
+		return Empty
+	}
 	// At most half full, so that a probe rarely goes past the first slot.
 	size := uint(bits.Len(uint(2*n - 1)))
-	set := &nodeSet{
+	set := &Set{
 		list:   &list[0],
 		names:  make([]string, n),
 		index:  make(map[string]int32, n),
@@ -74,14 +72,36 @@ func newNodeSet(list []fwk.NodeInfo) *nodeSet {
 	return set
 }
 
+// BuiltFrom tells whether s is the set of list: the snapshot's same list,
+// of the same length.
+func (s *Set) BuiltFrom(list []fwk.NodeInfo) bool {
+	if len(list) == 0 {
+		return len(s.names) == 0
+	}
+	return s.list == &list[0] && len(s.names) == len(list)
+}
+
+// Len is the number of nodes.
+func (s *Set) Len() int { return len(s.names) }
+
+// Name returns the name of the node at index i of the snapshot.
+func (s *Set) Name(i int32) string { return s.names[i] }
+
+// ByName returns the nodes' indexes in the order of their names. The
+// slice is the set's own: it must not be changed.
+func (s *Set) ByName() []int32 { return s.sorted }
+
+// Rank returns the place of the node at index i in the order of names.
+func (s *Set) Rank(i int32) int32 { return s.rank[i] }
+
 // slot is where byData's probe for name starts: a Fibonacci hash of the
 // address of its bytes.
-func (s *nodeSet) slot(name string) int {
+func (s *Set) slot(name string) int {
 	return int((uint64(uintptr(unsafe.Pointer(unsafe.StringData(name)))) * 0x9e3779b97f4a7c15) >> s.shift)
 }
 
-// find returns the index of the node named name.
-func (s *nodeSet) find(name string) (int32, bool) {
+// Find returns the index of the node named name.
+func (s *Set) Find(name string) (int32, bool) {
 	if len(s.byData) > 0 {
 		data := unsafe.StringData(name)
 		for h := s.slot(name); s.byData[h] != 0; h = (h + 1) & (len(s.byData) - 1) {
