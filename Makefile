@@ -76,6 +76,12 @@ MINOR_COMPAT_MODES ?= plain recording
 # Where `make release` writes the kubectl plugin's archives, their sums and
 # the krew manifest.
 RELEASE_OUT := $(CURDIR)/_output/release
+# How make manifests renders the chart: release schedscope in namespace
+# schedscope, without the helm test hooks, for the newest minor, and with
+# the sidecar's certificate from cert-manager (the default, generate, would
+# make a new CA at every rendering).
+MANIFESTS_HELM_FLAGS := schedscope charts/schedscope --namespace schedscope --skip-tests \
+	--kube-version $(KUBE_NEWEST).0 --set apiService.certificate.source=certManager
 # The images `make image` builds, IMAGE_PREFIX/schedscope-{scheduler,sidecar}:IMAGE_TAG,
 # with podman (hack/podman/containers.conf) from static binaries in IMAGE_OUT.
 IMAGE_PREFIX ?= ghcr.io/schedscope
@@ -133,7 +139,7 @@ krew: ## Build krew and its manifest validator (validate-krew-manifest), which c
 	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: release
-release: krew ## Build the kubectl plugin's release into _output/release: archives for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
+release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin and LICENSE) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
 	@rm -rf $(RELEASE_OUT)
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
 	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
@@ -151,6 +157,14 @@ release: krew ## Build the kubectl plugin's release into _output/release: archiv
 helm: ## Build helm, which renders and lints the chart (charts/schedscope), from its tools module into bin/.
 	@mkdir -p $(BIN)
 	cd tools/helm && $(GO) build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
+
+.PHONY: chart-docs
+chart-docs: ## Write the values table of the chart's README (charts/schedscope/README.md) from values.schema.json and values.yaml.
+	$(GO) run ./hack/chartdoc -chart charts/schedscope
+
+.PHONY: manifests
+manifests: helm ## Write manifests/schedscope.yaml, the chart's default rendering as plain YAML (MANIFESTS_HELM_FLAGS).
+	$(BIN)/helm template $(MANIFESTS_HELM_FLAGS) > manifests/schedscope.yaml
 
 .PHONY: benchstat
 benchstat: ## Build benchstat, which compares the benchmark's modes, from its tools module into bin/.
@@ -177,9 +191,11 @@ image-scheduler: ## Build the scheduler's image of one minor (KUBE_MINOR, defaul
 	CGO_ENABLED=0 $(GO) build $(KUBE_FLAGS) -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST))/ ./cmd/schedscope-scheduler
 	$(call podman-build,scheduler,$(IMAGE_TAG)-k8s$(or $(KUBE_MINOR),$(KUBE_NEWEST)),$(IMAGE_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST)))
 
-# podman-build builds the Containerfile's stage $(1) from the context $(3)
-# as schedscope-$(1):$(2), with schedscope's labels and annotations.
+# podman-build builds the Containerfile's stage $(1) from the context $(3),
+# to which it copies LICENSE, as schedscope-$(1):$(2), with schedscope's
+# labels and annotations.
 define podman-build
+	@cp $(CURDIR)/LICENSE $(3)/LICENSE
 	@$(PODMAN) build --quiet --format oci --target $(1) -f $(CURDIR)/Containerfile \
 		--label org.opencontainers.image.title=schedscope-$(1) --annotation org.opencontainers.image.title=schedscope-$(1) \
 		$(foreach m,$(IMAGE_META),--label $(m) --annotation $(m)) \
@@ -294,7 +310,7 @@ bench: build benchstat ## Measure schedscope's overhead against plain kube-sched
 	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
 
 .PHONY: verify
-verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code.
+verify: golangci-lint helm ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code: plugin shapes, the chart's README and manifests/.
 	$(BIN)/golangci-lint run ./...
 	cd examples/custom-scheduler && $(BIN)/golangci-lint run ./... && $(GO) mod tidy -diff
 	$(GO) mod tidy -diff
@@ -308,6 +324,11 @@ verify: golangci-lint ## Lint (golangci-lint, .golangci.yml), check go.mod tidin
 	@for m in $(KUBE_MINORS); do f=zz_generated.shapes_$$(echo $$m | tr . _)_test.go; \
 		$(GO) run ./hack/shapegen -minor $$m -out /tmp/$$f.new && \
 		diff -u pkg/scheduler/observe/$$f /tmp/$$f.new || { echo "plugin shapes out of date: make generate"; exit 1; }; done
+	@mkdir -p $(CURDIR)/_output
+	@$(GO) run ./hack/chartdoc -chart charts/schedscope -out $(CURDIR)/_output/chart-README.md && \
+		diff -u charts/schedscope/README.md $(CURDIR)/_output/chart-README.md || { echo "the chart's README is out of date: make chart-docs"; exit 1; }
+	@$(BIN)/helm template $(MANIFESTS_HELM_FLAGS) > $(CURDIR)/_output/schedscope.yaml && \
+		diff -u manifests/schedscope.yaml $(CURDIR)/_output/schedscope.yaml || { echo "manifests/ differs from the chart's rendering: make manifests"; exit 1; }
 
 .PHONY: run
 run: build build-tools ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar, Jaeger and a demo workload.

@@ -24,7 +24,28 @@ type platformSpec struct {
 	Selector *metav1.LabelSelector `json:"selector"`
 	URI      string                `json:"uri"`
 	Sha256   string                `json:"sha256"`
+	Files    []fileOperation       `json:"files"`
 	Bin      string                `json:"bin"`
+}
+
+// fileOperation copies a file of the archive into the plugin's
+// installation directory.
+type fileOperation struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// archiveFiles are the files of each archive, in order: the plugin and
+// its license, which krew's index requires.
+var archiveFiles = []string{binary, license}
+
+// installedFiles are the file operations that install archiveFiles.
+func installedFiles() []fileOperation {
+	var ops []fileOperation
+	for _, f := range archiveFiles {
+		ops = append(ops, fileOperation{From: f, To: "."})
+	}
+	return ops
 }
 
 func newManifest(version string) *plugin {

@@ -23,6 +23,8 @@ const (
 	// binary is the kubectl plugin's executable: kubectl runs it as
 	// "kubectl schedscope".
 	binary = "kubectl-schedscope"
+	// license is the repository's license file, shipped in every archive.
+	license = "LICENSE"
 	// pluginName is the plugin's name in krew, and its manifest's file
 	// name without ".yaml".
 	pluginName = "schedscope"
@@ -84,6 +86,7 @@ func Build(opts Options) ([]string, error) {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"os": goos, "arch": goarch}},
 			URI:      strings.ReplaceAll(opts.URL, "{version}", opts.Version) + "/" + name,
 			Sha256:   sum,
+			Files:    installedFiles(),
 			Bin:      binary,
 		})
 		assets = append(assets, archive)
@@ -104,32 +107,23 @@ func Build(opts Options) ([]string, error) {
 }
 
 // buildArchive builds the plugin for goos/goarch, static and without local
-// paths, with the version stamped, and writes it alone into a tar.gz whose
-// bytes depend only on the binary and mtime.
+// paths, with the version stamped, and writes it with the license
+// (archiveFiles) into a tar.gz whose bytes depend only on those files and
+// mtime.
 func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) error {
 	dir, err := os.MkdirTemp("", "release-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	bin := filepath.Join(dir, binary)
 	cmd := exec.Command("go", "build", "-trimpath",
 		"-ldflags", "-s -w -X github.com/schedscope/schedscope/pkg/version.Version="+opts.Version,
-		"-o", bin, "./cmd/kubectl-schedscope")
+		"-o", filepath.Join(dir, binary), "./cmd/kubectl-schedscope")
 	cmd.Dir = opts.ModuleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build: %w", err)
-	}
-	in, err := os.Open(bin)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = in.Close() }()
-	info, err := in.Stat()
-	if err != nil {
-		return err
 	}
 	out, err := os.Create(archive)
 	if err != nil {
@@ -137,12 +131,12 @@ func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) e
 	}
 	gz := gzip.NewWriter(out)
 	tw := tar.NewWriter(gz)
-	hdr := &tar.Header{Name: binary, Mode: 0o755, Size: info.Size(), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tw, in); err != nil {
-		return err
+	modes := map[string]int64{binary: 0o755, license: 0o644}
+	sources := map[string]string{binary: filepath.Join(dir, binary), license: filepath.Join(opts.ModuleDir, license)}
+	for _, name := range archiveFiles {
+		if err := addFile(tw, name, sources[name], modes[name], mtime); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -151,6 +145,25 @@ func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) e
 		return err
 	}
 	return out.Close()
+}
+
+// addFile writes the file at path into tw as name, with mode and mtime.
+func addFile(tw *tar.Writer, name, path string, mode int64, mtime time.Time) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Name: name, Mode: mode, Size: info.Size(), ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, in)
+	return err
 }
 
 // sourceDate is the archives' file time: SOURCE_DATE_EPOCH (seconds) when

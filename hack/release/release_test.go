@@ -1,6 +1,10 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,8 +35,9 @@ func tool(t *testing.T, name string) string {
 // TestReleaseInstallsWithKrew builds the release of this machine's
 // platform (the full matrix is make release's), checks the sums and has
 // krew's own tools validate the manifest and install the plugin from the
-// archive, which must then report the stamped version; an archive that
-// is not the one the manifest pins is refused.
+// archive (the plugin and the LICENSE), which must then report the
+// stamped version; an archive that is not the one the manifest pins is
+// refused.
 func TestReleaseInstallsWithKrew(t *testing.T) {
 	validate, krew := tool(t, "validate-krew-manifest"), tool(t, "krew")
 	out := t.TempDir()
@@ -60,6 +65,9 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	if want := sum + "  " + filepath.Base(archive) + "\n"; string(sums) != want {
 		t.Errorf("sums file %q, want %q", sums, want)
 	}
+	if diff := cmp.Diff([]string{"kubectl-schedscope", "LICENSE"}, archiveNames(t, archive)); diff != "" {
+		t.Errorf("archive's files (-want +got):\n%s", diff)
+	}
 	var manifest plugin
 	data, err := os.ReadFile(manifestFile)
 	if err != nil {
@@ -70,7 +78,8 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	}
 	wantPlatform := platformSpec{
 		Selector: manifest.Spec.Platforms[0].Selector, Sha256: sum, Bin: "kubectl-schedscope",
-		URI: "https://github.com/schedscope/schedscope/releases/download/" + version + "/" + filepath.Base(archive),
+		Files: []fileOperation{{From: "kubectl-schedscope", To: "."}, {From: "LICENSE", To: "."}},
+		URI:   "https://github.com/schedscope/schedscope/releases/download/" + version + "/" + filepath.Base(archive),
 	}
 	if diff := cmp.Diff([]platformSpec{wantPlatform}, manifest.Spec.Platforms); diff != "" {
 		t.Errorf("manifest platforms (-want +got):\n%s", diff)
@@ -108,6 +117,11 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 		t.Errorf("installed kubectl-schedscope --version = %q, want %q", versionOut, want)
 	}
 
+	installedLicense := readFile(t, filepath.Join(root, "store", "schedscope", version, "LICENSE"))
+	if string(installedLicense) != string(readFile(t, filepath.Join(repoRoot(), "LICENSE"))) {
+		t.Errorf("krew installed a LICENSE other than the repository's")
+	}
+
 	tampered := filepath.Join(t.TempDir(), filepath.Base(archive))
 	if err := os.WriteFile(tampered, append(readFile(t, archive), 0), 0o644); err != nil {
 		t.Fatal(err)
@@ -116,6 +130,32 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	t.Logf("krew install of another archive:\n%s", output)
 	if err == nil || !strings.Contains(output, "checksum does not match, want: "+sum) {
 		t.Errorf("krew installed an archive other than the pinned one (err %v)", err)
+	}
+}
+
+// archiveNames lists the names of the files in a tar.gz, in order.
+func archiveNames(t *testing.T, archive string) []string {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, hdr.Name)
 	}
 }
 

@@ -28,13 +28,24 @@ func ChartDir() string { return filepath.Join(RepoRoot(), "charts", "schedscope"
 
 // RenderChart renders the chart with `helm template` (bin/helm, built by
 // `make build-tools`) as release schedscope in namespace, with the values
-// files and then the --set values given.
+// files and then the --set values given: the objects `helm install`
+// applies, without the test hooks that only `helm test` runs.
 func RenderChart(namespace string, valuesFiles []string, set ...string) ([]byte, error) {
+	return render([]string{"template", "schedscope", ChartDir(), "--namespace", namespace, "--skip-tests"}, valuesFiles, set)
+}
+
+// RenderRelease renders the chart as the release named release in
+// namespace, test hooks included.
+func RenderRelease(release, namespace string, valuesFiles []string, set ...string) ([]byte, error) {
+	return render([]string{"template", release, ChartDir(), "--namespace", namespace}, valuesFiles, set)
+}
+
+// render runs helm with args, then the values files and --set values.
+func render(args, valuesFiles, set []string) ([]byte, error) {
 	helm, err := Binary("helm")
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"template", "schedscope", ChartDir(), "--namespace", namespace}
 	for _, f := range valuesFiles {
 		args = append(args, "--values", f)
 	}

@@ -1,3 +1,24 @@
+{{/* The chart's name: nameOverride, or the chart's. */}}
+{{- define "schedscope.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end }}
+
+{{/* The prefix of every object's name: fullnameOverride, or the release's
+name followed by the chart's name unless the release's name contains it
+(release schedscope: schedscope). */}}
+{{- define "schedscope.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "schedscope.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
 {{/* Labels of every object. */}}
 {{- define "schedscope.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
@@ -9,7 +30,7 @@ app.kubernetes.io/part-of: schedscope
 
 {{/* Labels that select the pod. */}}
 {{- define "schedscope.selectorLabels" -}}
-app.kubernetes.io/name: schedscope
+app.kubernetes.io/name: {{ include "schedscope.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
@@ -38,27 +59,28 @@ tag followed by -k8s<minor> of the cluster's Kubernetes minor
 
 {{/* The Service's DNS name, which the sidecar's certificate names. */}}
 {{- define "schedscope.sidecarHost" -}}
-schedscope-sidecar.{{ .Release.Namespace }}.svc
+{{ include "schedscope.fullname" . }}-sidecar.{{ .Release.Namespace }}.svc
 {{- end }}
 
 {{/* Labels that select the serve-only API's pods (api.enabled): not the scheduler's pod. */}}
 {{- define "schedscope.apiSelectorLabels" -}}
-app.kubernetes.io/name: schedscope-api
+app.kubernetes.io/name: {{ include "schedscope.name" . }}-api
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/* The Service the APIService sends the kube-apiserver to: the API's with api.enabled, else the sidecar's. */}}
 {{- define "schedscope.apiServiceName" -}}
-{{- if .Values.api.enabled -}}schedscope-api{{- else -}}schedscope-sidecar{{- end -}}
+{{- include "schedscope.fullname" . -}}{{- if .Values.api.enabled -}}-api{{- else -}}-sidecar{{- end -}}
 {{- end }}
 
 {{/* The DNS names the serving certificate covers, the APIService's Service first. */}}
 {{- define "schedscope.dnsNames" -}}
+{{- $fullname := include "schedscope.fullname" . -}}
 {{- $names := list -}}
 {{- if .Values.api.enabled -}}
-{{- $names = list (printf "schedscope-api.%s.svc" .Release.Namespace) (printf "schedscope-api.%s" .Release.Namespace) -}}
+{{- $names = list (printf "%s-api.%s.svc" $fullname .Release.Namespace) (printf "%s-api.%s" $fullname .Release.Namespace) -}}
 {{- end -}}
-{{- $names = concat $names (list (include "schedscope.sidecarHost" .) (printf "schedscope-sidecar.%s" .Release.Namespace)) -}}
+{{- $names = concat $names (list (include "schedscope.sidecarHost" .) (printf "%s-sidecar.%s" $fullname .Release.Namespace)) -}}
 {{- toJson $names -}}
 {{- end }}
 
@@ -111,7 +133,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if eq .Values.apiService.certificate.source "secret" -}}
 {{ required "apiService.certificate.secretName is required with source secret" .Values.apiService.certificate.secretName }}
 {{- else -}}
-schedscope-sidecar-tls
+{{ include "schedscope.fullname" . }}-sidecar-tls
 {{- end -}}
 {{- end }}
 

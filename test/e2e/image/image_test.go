@@ -103,8 +103,8 @@ type imageInfo struct {
 	Annotations map[string]string
 }
 
-// checkImage checks an image's user, labels and annotations, and that it
-// has no shell, and returns its size.
+// checkImage checks an image's user, labels (its license among them) and
+// annotations, and that it has no shell, and returns its size.
 func checkImage(t *testing.T, ref, binary string) int64 {
 	t.Helper()
 	out, err := podman("image", "inspect", ref)
@@ -126,6 +126,9 @@ func checkImage(t *testing.T, ref, binary string) int64 {
 		if meta["io.schedscope.kubernetes.version"] != k8sVersion || meta["org.opencontainers.image.version"] == "" || meta["org.opencontainers.image.title"] != binary {
 			t.Errorf("%s: %ss %v lack schedscope's version, title %s and Kubernetes version %s", ref, what, meta, binary, k8sVersion)
 		}
+	}
+	if got := info.Config.Labels["org.opencontainers.image.licenses"]; got != "Apache-2.0" {
+		t.Errorf("%s: label org.opencontainers.image.licenses %q, want Apache-2.0", ref, got)
 	}
 	if out, err := podman("run", "--rm", "--entrypoint", "/bin/sh", ref, "-c", "true"); err == nil {
 		t.Errorf("%s has a shell: /bin/sh ran: %s", ref, out)

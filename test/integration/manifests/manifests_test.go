@@ -152,42 +152,6 @@ func TestLint(t *testing.T) {
 	}
 }
 
-// TestInvalidValues checks that values that cannot work, alone
-// (values.schema.json) or together (the templates), fail to render with a
-// message naming them.
-func TestInvalidValues(t *testing.T) {
-	tests := []struct {
-		name    string
-		set     []string
-		wantErr string
-	}{
-		{"replicas without leader election", []string{"scheduler.replicas=2", "scheduler.leaderElection.enabled=false"}, "scheduler.replicas > 1 needs scheduler.leaderElection.enabled"},
-		{"replicas sharing one claim", []string{"scheduler.replicas=2", "sidecar.persistence.enabled=true"}, "sidecar.persistence.enabled needs scheduler.replicas 1"},
-		{"tracing without endpoint", []string{"tracing.enabled=true"}, "tracing.enabled needs tracing.endpoint"},
-		{"plain and TLS tracing", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.insecure=true", "tracing.tlsSecret=ca"}, "tracing.insecure is plain gRPC and excludes tracing.tlsSecret"},
-		{"client certificate without Secret", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.clientCertificate=true"}, "tracing.clientCertificate needs tracing.tlsSecret"},
-		{"unknown certificate source", []string{"apiService.certificate.source=insecure"}, "at '/apiService/certificate/source': value must be one of 'generate', 'certManager', 'secret'"},
-		{"misspelt value", []string{"schedular.replicas=2"}, "additional properties 'schedular' not allowed"},
-		{"value of the wrong type", []string{"scheduler.replicas=two"}, "at '/scheduler/replicas': got string, want integer"},
-		{"flag without dashes", []string{"scheduler.extraArgs={record-buffer-size=4000}"}, "at '/scheduler/extraArgs/0'"},
-		{"secret without its CA", []string{"apiService.certificate.source=secret", "apiService.certificate.secretName=x"}, "needs apiService.certificate.caBundle"},
-		{"cluster name not a label", []string{"sidecar.clusterName=East_1"}, "at '/sidecar/clusterName'"},
-		{"secret without a name", []string{"apiService.certificate.source=secret", "apiService.certificate.caBundle=x"}, "apiService.certificate.secretName is required"},
-		{"API replicas sharing a SQLite file", []string{"api.enabled=true"}, "at '/sidecar/store/type': value must be 'postgres'"},
-		{"postgres without its Secret", []string{"sidecar.store.type=postgres"}, "at '/sidecar/store/postgres/secretName'"},
-		{"unknown store", []string{"sidecar.store.type=mysql"}, "at '/sidecar/store/type': value must be one of 'sqlite', 'postgres'"},
-		{"postgres with the SQLite volume", []string{"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "sidecar.persistence.enabled=true"}, "sidecar.persistence.enabled is the SQLite file's volume"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := framework.RenderChart("schedscope", nil, tt.set...)
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("helm template --set %v: got error %v, want one saying %q", tt.set, err, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestDefaultsInStep keeps the examples in config/ equal to what the
 // chart's default values render: the scheduler configuration and the
 // sidecar's flags.
