@@ -924,7 +924,7 @@ func checkRBAC(t *testing.T, r release) {
 }
 
 // TestDashboard checks that the Grafana dashboard only queries metrics that
-// exist: names documented in README.md and docs/sidecar.md, each filtered
+// exist: names documented in docs/scheduler.md and docs/sidecar.md, each filtered
 // by the job variable.
 func TestDashboard(t *testing.T) {
 	var dash struct {
@@ -938,7 +938,7 @@ func TestDashboard(t *testing.T) {
 	if err := yaml.Unmarshal(repoFile(t, "charts/schedscope/files/schedscope-dashboard.json"), &dash); err != nil {
 		t.Fatal(err)
 	}
-	documented := string(repoFile(t, "README.md")) + string(repoFile(t, "docs/sidecar.md"))
+	documented := string(repoFile(t, "docs/scheduler.md")) + string(repoFile(t, "docs/sidecar.md"))
 	if len(dash.Panels) == 0 {
 		t.Fatal("no panels")
 	}
@@ -964,7 +964,7 @@ func TestDashboard(t *testing.T) {
 					name = strings.TrimSuffix(name, suffix)
 				}
 				if !strings.Contains(documented, "`"+name+"`") {
-					t.Errorf("panel %q queries %s, which README.md and docs/sidecar.md do not document", p.Title, word)
+					t.Errorf("panel %q queries %s, which docs/scheduler.md and docs/sidecar.md do not document", p.Title, word)
 				}
 			}
 		}
