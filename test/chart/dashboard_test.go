@@ -12,7 +12,7 @@ import (
 )
 
 // TestDashboard checks that the Grafana dashboard only queries metrics that
-// exist (names documented in README.md and docs/sidecar.md), each filtered
+// exist (names documented in docs/scheduler.md and docs/sidecar.md), each filtered
 // by the cluster variable and by the scheduler's or the sidecar's job; that
 // it has a cluster variable; and that its link variables are text boxes
 // one can edit.
@@ -41,7 +41,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var documented string
-	for _, doc := range []string{"README.md", "docs/sidecar.md"} {
+	for _, doc := range []string{"docs/scheduler.md", "docs/sidecar.md"} {
 		data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), doc))
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +97,7 @@ func TestDashboard(t *testing.T) {
 					name = strings.TrimSuffix(name, suffix)
 				}
 				if !strings.Contains(documented, "`"+name+"`") {
-					t.Errorf("panel %q queries %s, which README.md and docs/sidecar.md do not document", p.Title, word)
+					t.Errorf("panel %q queries %s, which docs/scheduler.md and docs/sidecar.md do not document", p.Title, word)
 				}
 			}
 		}
