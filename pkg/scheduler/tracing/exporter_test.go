@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -72,15 +73,15 @@ func countSpans(req *collectortrace.ExportTraceServiceRequest) int {
 	return n
 }
 
-// start serves collector name over gRPC and HTTP until the test ends and
-// returns their host:port addresses.
-func (c *collectors) start(t *testing.T, name string) (grpcAddr, httpAddr string) {
+// start serves collector name over gRPC, with opts, and plain HTTP until
+// the test ends and returns their host:port addresses.
+func (c *collectors) start(t *testing.T, name string, opts ...grpc.ServerOption) (grpcAddr, httpAddr string) {
 	t.Helper()
 	grpcLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	collectortrace.RegisterTraceServiceServer(srv, &grpcCollector{name: name, c: c})
 	go func() { _ = srv.Serve(grpcLis) }()
 	t.Cleanup(srv.Stop)
@@ -124,6 +125,13 @@ func clearOTLPEnvironment(t *testing.T) {
 	}
 }
 
+// with returns a copy of env with name set to value.
+func with(env map[string]string, name, value string) map[string]string {
+	out := maps.Clone(env)
+	out[name] = value
+	return out
+}
+
 // TestExporterPrecedence: the configuration file's endpoint and protocol,
 // and the transport's security, win over the OTEL_EXPORTER_OTLP_*
 // variables; what they leave unset, the variables set, per-signal
@@ -133,6 +141,13 @@ func TestExporterPrecedence(t *testing.T) {
 	fileGRPC, fileHTTP := c.start(t, "file")
 	envGRPC, envHTTP := c.start(t, "env")
 	otherGRPC, _ := c.start(t, "other")
+	pki := newTestPKI(t)
+	tlsGRPC, _ := c.start(t, "tls", pki.serverOption(t, true))
+	certificateEnv := map[string]string{
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":        pki.caFile,
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.clientCert,
+		"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.clientKey,
+	}
 	tests := []struct {
 		name      string
 		endpoint  *string
@@ -229,6 +244,24 @@ func TestExporterPrecedence(t *testing.T) {
 			want: export{Collector: "env", Protocol: "http/protobuf"},
 		},
 		{
+			name: "certificates and https endpoint from the environment",
+			env:  with(certificateEnv, "OTEL_EXPORTER_OTLP_ENDPOINT", "https://"+tlsGRPC),
+			want: export{Collector: "tls", Protocol: "grpc"},
+		},
+		{
+			name:     "certificates from the environment to a loopback file endpoint",
+			endpoint: &tlsGRPC,
+			env:      certificateEnv,
+			want:     export{Collector: "tls", Protocol: "grpc"},
+		},
+		{
+			name:      "transport files win over OTEL_EXPORTER_OTLP_INSECURE",
+			endpoint:  &tlsGRPC,
+			transport: tracing.Transport{CAFile: pki.caFile, CertFile: pki.clientCert, KeyFile: pki.clientKey},
+			env:       map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			want:      export{Collector: "tls", Protocol: "grpc"},
+		},
+		{
 			name:     "plain text to a loopback file endpoint despite an https endpoint of the environment",
 			endpoint: &fileHTTP,
 			protocol: tracing.ProtocolHTTPProtobuf,
@@ -264,16 +297,18 @@ func TestExporterPrecedence(t *testing.T) {
 	}
 }
 
-// TestExporterProtocolValidation: an unsupported protocol, from the
-// options or from the environment, stops New with an error naming where
-// it came from and the value.
-func TestExporterProtocolValidation(t *testing.T) {
+// TestExporterValidation: an unsupported protocol, from the options or
+// from the environment, stops New with an error naming where it came from
+// and the value; so do settings OTLP/HTTP cannot follow.
+func TestExporterValidation(t *testing.T) {
+	pki := newTestPKI(t)
 	tests := []struct {
-		name     string
-		protocol tracing.Protocol
-		endpoint string
-		env      map[string]string
-		wantErr  []string
+		name      string
+		protocol  tracing.Protocol
+		endpoint  string
+		transport tracing.Transport
+		env       map[string]string
+		wantErr   []string
 	}{
 		{name: "options", protocol: "thrift", wantErr: []string{"protocol", `"thrift"`, `"grpc"`, `"http/protobuf"`}},
 		{name: "general variable", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: []string{"OTEL_EXPORTER_OTLP_PROTOCOL", `"http/json"`}},
@@ -283,6 +318,13 @@ func TestExporterProtocolValidation(t *testing.T) {
 			wantErr: []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", `"HTTP"`},
 		},
 		{name: "HTTP to a unix socket", protocol: tracing.ProtocolHTTPProtobuf, endpoint: "unix:///run/otel.sock", wantErr: []string{"OTLP/HTTP", "unix socket"}},
+		{
+			name:      "HTTP with a CA file to an http:// endpoint of the environment",
+			protocol:  tracing.ProtocolHTTPProtobuf,
+			transport: tracing.Transport{CAFile: pki.caFile},
+			env:       map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+			wantErr:   []string{"insecure HTTP endpoint cannot use TLS"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +336,7 @@ func TestExporterProtocolValidation(t *testing.T) {
 			if tt.endpoint != "" {
 				cfg.Endpoint = &tt.endpoint
 			}
-			tr, err := tracing.New(context.Background(), cfg, tracing.Options{Protocol: tt.protocol})
+			tr, err := tracing.New(context.Background(), cfg, tracing.Options{Protocol: tt.protocol, Transport: tt.transport})
 			if err == nil {
 				_ = tr.Shutdown(context.Background())
 				t.Fatalf("New succeeded, want an error")
