@@ -318,8 +318,12 @@ bench-smoke: build benchstat ## Run the overhead benchmark harness on its smalle
 	$(GO) run ./hack/bench -smoke -benchstat $(BIN)/benchstat -out $(BENCH_OUT)/smoke
 
 .PHONY: bench
-bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench.
-	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
+bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench and docs/performance.md.
+	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT) -doc docs/performance.md
+
+.PHONY: bench-doc
+bench-doc: ## Write the results of the last make bench, in _output/bench, into docs/performance.md without measuring.
+	$(GO) run ./hack/bench -report-only -out $(BENCH_OUT) -doc docs/performance.md
 
 .PHONY: verify
 verify: golangci-lint helm jsonnet ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code: plugin shapes, the mixin's files, the chart's README and manifests/.
