@@ -94,11 +94,15 @@ func renderResults(env environment, report string) (string, error) {
 	fmt.Fprintf(&b, "- parts %s, %s, %d runs of each mode in one process and %d rounds in their own processes.\n",
 		env.Parts, workloads, env.Count, env.ProcessCount)
 	for _, s := range found {
-		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n```text\n%s\n```\n", s.heading, s.title, s.body)
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n```text\n%s\n```\n", s.heading, markdownEscaper.Replace(s.title), s.body)
 	}
 	b.WriteString("\n")
 	return b.String(), nil
 }
+
+// markdownEscaper keeps a title's angle brackets (/proc/<pid>/stat) from
+// reading as HTML.
+var markdownEscaper = strings.NewReplacer("<", "&lt;", ">", "&gt;")
 
 // duration is d in hours and minutes.
 func duration(d time.Duration) string {
