@@ -300,6 +300,9 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	if e.SelectedNode != "" {
 		fmt.Fprintf(w, "Node:     %s\n", e.SelectedNode)
 	}
+	if e.Margin != nil {
+		fmt.Fprintf(w, "Margin:   %s\n", e.Margin)
+	}
 	if e.Message != "" {
 		fmt.Fprintf(w, "Message:  %s (at %s)\n", e.Message, e.FailedPoint)
 	}

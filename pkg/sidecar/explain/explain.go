@@ -122,6 +122,7 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	if a.Scores != nil {
 		e.ScorePlugins = append(e.ScorePlugins, a.Scores.Plugins...)
 		e.ScoringSkipped = a.Scores.SkippedReason
+		e.Margin = a.Margin()
 	}
 	rows := l.rows
 	if opts.Group != AllGroups {

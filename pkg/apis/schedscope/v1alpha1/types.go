@@ -200,6 +200,9 @@ type Explanation struct {
 	ScorePlugins []record.ScorePlugin `json:"scorePlugins"`
 	// ScoringSkipped says why nodes were not scored, if they were not.
 	ScoringSkipped string `json:"scoringSkipped,omitempty"`
+	// Margin says why the chosen node beat the runner-up; nil when fewer
+	// than two nodes were scored, or when the caller may not list nodes.
+	Margin *record.Margin `json:"margin,omitempty"`
 	// Groups are the nodes grouped by identical verdict, in row order.
 	Groups []Group `json:"groups"`
 	// Details are what plugins said of the attempt as a whole; what they
