@@ -24,13 +24,13 @@ func TestMargin(t *testing.T) {
 		name: "the chosen node beat the runner-up",
 		attempt: Attempt{SelectedNode: "n1", Scores: &Scores{Plugins: plugins, Nodes: []NodeScore{
 			node("n1", 90, 10, 30), node("n2", 50, 27, 30), node("n3", 10, 0, 0)}}},
-		want: &Margin{Node: "n1", RunnerUp: "n2", By: 23, Plugins: []PluginMargin{{"NodeResourcesFit", 40}, {"ImageLocality", -17}}},
+		want:     &Margin{Node: "n1", RunnerUp: "n2", By: 23, Plugins: []PluginMargin{{"NodeResourcesFit", 40}, {"ImageLocality", -17}}},
 		wantLine: "n1 beat n2 by 23: NodeResourcesFit +40, ImageLocality -17",
 	}, {
 		name: "a tie, and the extenders",
 		attempt: Attempt{SelectedNode: "n2", Scores: &Scores{Plugins: plugins, Nodes: []NodeScore{
 			node("n1", 60, 0, 0), {Node: "n2", Weighted: []int64{50, 0, 0}, Extenders: 10, Total: 60}}}},
-		want: &Margin{Node: "n2", RunnerUp: "n1", By: 0, Plugins: []PluginMargin{{MarginExtenders, 10}, {"NodeResourcesFit", -10}}},
+		want:     &Margin{Node: "n2", RunnerUp: "n1", By: 0, Plugins: []PluginMargin{{MarginExtenders, 10}, {"NodeResourcesFit", -10}}},
 		wantLine: "n2 tied with n1 (the scheduler picked at random): extenders +10, NodeResourcesFit -10",
 	}, {
 		name: "equal scores",
