@@ -39,7 +39,7 @@ func testScores(nodes int) *Scores {
 func TestEncodeRoundTrips(t *testing.T) {
 	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	base := Attempt{
-		Seq: 7, Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 2,
+		Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 2,
 		Result: ResultScheduled, SelectedNode: "node-1",
 		Timing:  Timing{Queued: start, Started: start.Add(time.Millisecond), Finished: start.Add(3 * time.Millisecond)},
 		Filter:  []VerdictGroup{{Verdict: VerdictRejected, Plugin: "TaintToleration", Code: "UnschedulableAndUnresolvable", Reasons: []string{"untolerated taint"}, Count: 1, Nodes: []string{"node-3"}}},
@@ -101,7 +101,7 @@ func TestEncodeRoundTrips(t *testing.T) {
 func TestEncodeWritesJSONMarshalBytes(t *testing.T) {
 	start := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	base := Attempt{
-		Seq: 3, Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 1,
+		Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 1,
 		Result: ResultUnschedulable, Message: "0/4 nodes are available", FailedPoint: Filter,
 		Timing: Timing{Queued: start, Started: start.Add(time.Millisecond), Finished: start.Add(2 * time.Millisecond)},
 		Nodes:  NodeCounts{Total: 6, Evaluated: 4},

@@ -2,9 +2,7 @@ package record
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // MarginExtenders names the extenders' share of a Margin.
@@ -63,26 +61,4 @@ func (a *Attempt) Margin() *Margin {
 	}
 	slices.SortStableFunc(m.Plugins, func(x, y PluginMargin) int { return cmp.Compare(y.By, x.By) })
 	return m
-}
-
-// String says the margin in a line: "n1 beat n2 by 23: NodeResourcesFit
-// +40, ImageLocality -17".
-func (m *Margin) String() string {
-	var b strings.Builder
-	switch {
-	case m.By > 0:
-		fmt.Fprintf(&b, "%s beat %s by %d", m.Node, m.RunnerUp, m.By)
-	case m.By == 0:
-		fmt.Fprintf(&b, "%s tied with %s (the scheduler picked at random)", m.Node, m.RunnerUp)
-	default:
-		fmt.Fprintf(&b, "%s was chosen though %s scored %d more", m.Node, m.RunnerUp, -m.By)
-	}
-	for i, p := range m.Plugins {
-		sep := ", "
-		if i == 0 {
-			sep = ": "
-		}
-		fmt.Fprintf(&b, "%s%s %+d", sep, p.Plugin, p.By)
-	}
-	return b.String()
 }

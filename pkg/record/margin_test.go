@@ -16,28 +16,24 @@ func TestMargin(t *testing.T) {
 		return NodeScore{Node: name, Weighted: weighted, Total: total}
 	}
 	tests := []struct {
-		name     string
-		attempt  Attempt
-		want     *Margin
-		wantLine string
+		name    string
+		attempt Attempt
+		want    *Margin
 	}{{
 		name: "the chosen node beat the runner-up",
 		attempt: Attempt{SelectedNode: "n1", Scores: &Scores{Plugins: plugins, Nodes: []NodeScore{
 			node("n1", 90, 10, 30), node("n2", 50, 27, 30), node("n3", 10, 0, 0)}}},
-		want:     &Margin{Node: "n1", RunnerUp: "n2", By: 23, Plugins: []PluginMargin{{"NodeResourcesFit", 40}, {"ImageLocality", -17}}},
-		wantLine: "n1 beat n2 by 23: NodeResourcesFit +40, ImageLocality -17",
+		want: &Margin{Node: "n1", RunnerUp: "n2", By: 23, Plugins: []PluginMargin{{"NodeResourcesFit", 40}, {"ImageLocality", -17}}},
 	}, {
 		name: "a tie, and the extenders",
 		attempt: Attempt{SelectedNode: "n2", Scores: &Scores{Plugins: plugins, Nodes: []NodeScore{
 			node("n1", 60, 0, 0), {Node: "n2", Weighted: []int64{50, 0, 0}, Extenders: 10, Total: 60}}}},
-		want:     &Margin{Node: "n2", RunnerUp: "n1", By: 0, Plugins: []PluginMargin{{MarginExtenders, 10}, {"NodeResourcesFit", -10}}},
-		wantLine: "n2 tied with n1 (the scheduler picked at random): extenders +10, NodeResourcesFit -10",
+		want: &Margin{Node: "n2", RunnerUp: "n1", By: 0, Plugins: []PluginMargin{{MarginExtenders, 10}, {"NodeResourcesFit", -10}}},
 	}, {
 		name: "equal scores",
 		attempt: Attempt{SelectedNode: "n1", Scores: &Scores{Plugins: plugins, Nodes: []NodeScore{
 			node("n2", 5, 5, 5), node("n1", 5, 5, 5)}}},
-		want:     &Margin{Node: "n1", RunnerUp: "n2"},
-		wantLine: "n1 tied with n2 (the scheduler picked at random)",
+		want: &Margin{Node: "n1", RunnerUp: "n2"},
 	}, {
 		name:    "a single feasible node is not scored",
 		attempt: Attempt{SelectedNode: "n1", Scores: &Scores{SkippedReason: ScoringSkippedSingleNode}},
@@ -55,10 +51,7 @@ func TestMargin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.attempt.Margin()
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Fatalf("Margin (-want +got):\n%s", diff)
-			}
-			if got != nil && got.String() != tt.wantLine {
-				t.Errorf("String() = %q, want %q", got.String(), tt.wantLine)
+				t.Errorf("Margin (-want +got):\n%s", diff)
 			}
 		})
 	}

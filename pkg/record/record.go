@@ -78,10 +78,10 @@ const (
 	NotEvaluatedNominatedNodeFit = "nominated node fits"
 )
 
-// Attempt is the record of one scheduling attempt.
+// Attempt is the record of one scheduling attempt. Where it is in the
+// record stream and which trace it has are not part of it: the stream
+// carries them beside it.
 type Attempt struct {
-	// Seq is the position of the record in the scheduler's record stream.
-	Seq uint64 `json:"seq"`
 	// Pod identifies the pod.
 	Pod PodRef `json:"pod"`
 	// Profile is the scheduler profile (spec.schedulerName) that ran.
@@ -101,8 +101,6 @@ type Attempt struct {
 	NominatedNode string `json:"nominatedNode,omitempty"`
 	// Victims are the pods preemption chose to evict for this pod.
 	Victims []PodRef `json:"victims,omitempty"`
-	// TraceID links the record to its OpenTelemetry trace, when traced.
-	TraceID string `json:"traceID,omitempty"`
 
 	// Timing of the attempt.
 	Timing Timing `json:"timing"`

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/klauspost/compress/s2"
 
 	"github.com/schedscope/schedscope/pkg/record"
@@ -53,9 +56,11 @@ type Buffer struct {
 	changed  chan struct{} // closed and replaced on every Add
 }
 
-// Encoded is a buffered record: its sequence and its JSON, compressed.
+// Encoded is a buffered record: its sequence, its trace and its JSON,
+// compressed.
 type Encoded struct {
-	Seq uint64
+	Seq     uint64
+	TraceID string
 	// Size is the length of its JSON.
 	Size       int
 	compressed []byte
@@ -72,6 +77,20 @@ func (e Encoded) AppendJSON(dst []byte) ([]byte, error) {
 	return dst[:n+e.Size], nil
 }
 
+// appendFields appends the fields of the record's Record, as a list item
+// and an ADDED event carry them: its sequence, trace and JSON.
+func (e Encoded) appendFields(dst []byte) ([]byte, error) {
+	dst = append(dst, `"seq":`...)
+	dst = strconv.AppendUint(dst, e.Seq, 10)
+	if e.TraceID != "" {
+		dst = append(dst, `,"traceID":`...)
+		// Add admits valid UTF-8 only, which always quotes.
+		dst, _ = jsontext.AppendQuote(dst, e.TraceID)
+	}
+	dst = append(dst, `,"object":`...)
+	return e.AppendJSON(dst)
+}
+
 // NewBuffer returns a buffer holding at most size records and maxBytes of
 // them compressed.
 func NewBuffer(size, maxBytes int, epoch string) *Buffer {
@@ -84,23 +103,21 @@ func NewBuffer(size, maxBytes int, epoch string) *Buffer {
 // Epoch identifies this buffer's sequence space.
 func (b *Buffer) Epoch() string { return b.epoch }
 
-// Add assigns the next sequence to a and appends its encoding. A record
-// that cannot be encoded is not added, and takes no sequence.
-func (b *Buffer) Add(a *record.Attempt) error {
+// Add appends a's encoding, with traceID ("" when not traced), under the
+// next sequence. A record that cannot be encoded is not added, and takes no
+// sequence.
+func (b *Buffer) Add(a *record.Attempt, traceID string) error {
+	if !utf8.ValidString(traceID) {
+		return fmt.Errorf("the record of attempt %d of pod %s/%s: trace ID %q is not UTF-8", a.Attempt, a.Pod.Namespace, a.Pod.Name, traceID)
+	}
 	b.addMu.Lock()
 	defer b.addMu.Unlock()
-	b.mu.Lock()
-	seq := b.last + 1
-	b.mu.Unlock()
-	a.Seq = seq
 	var err error
 	if b.encoding, err = record.AppendEncode(b.encoding[:0], a); err != nil {
-		a.Seq = 0
 		return fmt.Errorf("encoding the record of attempt %d of pod %s/%s: %w", a.Attempt, a.Pod.Namespace, a.Pod.Name, err)
 	}
 	size := s2.MaxEncodedLen(len(b.encoding))
 	if size < 0 {
-		a.Seq = 0
 		return fmt.Errorf("the record of attempt %d of pod %s/%s: %d bytes of JSON are too many to compress", a.Attempt, a.Pod.Namespace, a.Pod.Name, len(b.encoding))
 	}
 	if cap(b.compressed) < size {
@@ -108,11 +125,12 @@ func (b *Buffer) Add(a *record.Attempt) error {
 	}
 	data := bytes.Clone(s2.Encode(b.compressed[:size], b.encoding))
 	b.mu.Lock()
+	seq := b.last + 1
 	b.last = seq
 	if b.lenLocked() > len(b.ring) {
 		b.evictOldestLocked()
 	}
-	b.ring[int(seq%uint64(len(b.ring)))] = Encoded{Seq: seq, Size: len(b.encoding), compressed: data}
+	b.ring[int(seq%uint64(len(b.ring)))] = Encoded{Seq: seq, TraceID: traceID, Size: len(b.encoding), compressed: data}
 	b.bytes += len(data)
 	for b.bytes > b.maxBytes && b.first < seq {
 		b.evictOldestLocked()

@@ -16,7 +16,7 @@ func TestBufferHoldsWhatItCounts(t *testing.T) {
 	b := NewBuffer(10, 1<<30, "epoch")
 	attempts := []*record.Attempt{recordtest.Typical(1, 500), recordtest.Typical(2, 5000), recordtest.Large(3, 5000), recordtest.Typical(4, 5000)}
 	for _, a := range attempts {
-		if err := b.Add(a); err != nil {
+		if err := b.Add(a, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestBufferHoldsWhatItCounts(t *testing.T) {
 // not decompress to its size is an error naming it, and dst is kept.
 func TestAppendJSONRefusesACorruptRecord(t *testing.T) {
 	b := NewBuffer(1, 1<<20, "epoch")
-	if err := b.Add(recordtest.Typical(1, 100)); err != nil {
+	if err := b.Add(recordtest.Typical(1, 100), ""); err != nil {
 		t.Fatal(err)
 	}
 	items, _, _, _ := b.After(0, 1<<20)
@@ -78,7 +78,7 @@ func BenchmarkBufferAdd(b *testing.B) {
 			buf := NewBuffer(DefaultBufferSize, DefaultBufferBytes, "epoch")
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := buf.Add(a); err != nil {
+				if err := buf.Add(a, ""); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -89,7 +89,7 @@ func BenchmarkBufferAdd(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("nodes=%d/decompress", nodes), func(b *testing.B) {
 			buf := NewBuffer(1, DefaultBufferBytes, "epoch")
-			if err := buf.Add(a); err != nil {
+			if err := buf.Add(a, ""); err != nil {
 				b.Fatal(err)
 			}
 			items, _, _, _ := buf.After(0, 1<<30)

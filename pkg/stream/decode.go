@@ -81,19 +81,13 @@ func (d *EventDecoder) ReadLine() ([]byte, int, error) {
 	}
 }
 
-// Record is a record as a client reads it: the scheduler's JSON, and the
-// record decoded from it without its scores (the bulk of a large record,
-// which readers keep encoded).
-type Record struct {
-	Attempt *record.Attempt
-	JSON    []byte
-}
-
 // DecodedEvent is a decoded watch event.
 type DecodedEvent struct {
 	Type string
 	Seq  uint64
-	// Record is the record of an ADDED event.
+	// Record is the record of an ADDED event: the client reads it without
+	// its scores (the bulk of a large record, which readers keep encoded)
+	// and keeps its JSON.
 	Record Record
 }
 
@@ -105,9 +99,18 @@ var jsonOptions = jsonv1.DefaultOptionsV1()
 
 // wireEvent is Event with the record left encoded.
 type wireEvent struct {
-	Type   string         `json:"type"`
-	Seq    uint64         `json:"seq"`
-	Object jsontext.Value `json:"object,omitempty"`
+	Type    string         `json:"type"`
+	Version int            `json:"version"`
+	Seq     uint64         `json:"seq"`
+	TraceID string         `json:"traceID"`
+	Object  jsontext.Value `json:"object,omitempty"`
+}
+
+// wireItem is a list's Record with the record left encoded.
+type wireItem struct {
+	Seq     uint64         `json:"seq"`
+	TraceID string         `json:"traceID"`
+	Object  jsontext.Value `json:"object"`
 }
 
 // partialAttempt decodes a record without its scores: the bulk of a large
@@ -122,8 +125,9 @@ type skipped struct{}
 
 func (*skipped) UnmarshalJSONFrom(dec *jsontext.Decoder) error { return dec.SkipValue() }
 
-// decodeRecord decodes the JSON of a record; the Record keeps raw.
-func decodeRecord(raw []byte) (Record, error) {
+// decodeRecord decodes raw, the JSON of the record of sequence seq and
+// trace traceID; the Record keeps raw.
+func decodeRecord(seq uint64, traceID string, raw []byte) (Record, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Record{}, errors.New("the record is null")
 	}
@@ -131,7 +135,7 @@ func decodeRecord(raw []byte) (Record, error) {
 	if err := jsonv2.Unmarshal(raw, &p, jsonOptions); err != nil {
 		return Record{}, err
 	}
-	return Record{Attempt: &p.Attempt, JSON: raw}, nil
+	return Record{Seq: seq, TraceID: traceID, Attempt: &p.Attempt, JSON: raw}, nil
 }
 
 // Next returns the next event, io.EOF at the clean end of the stream, or an
@@ -144,7 +148,9 @@ func (d *EventDecoder) Next() (DecodedEvent, error) {
 	return DecodeEvent(line, n)
 }
 
-// DecodeEvent decodes and validates event number n of a watch.
+// DecodeEvent decodes and validates event number n of a watch. An ADDED
+// event of a record format version this build does not read is an error
+// that wraps a *record.FormatError.
 func DecodeEvent(line []byte, n int) (DecodedEvent, error) {
 	var w wireEvent
 	if err := jsonv2.Unmarshal(line, &w, jsonOptions); err != nil {
@@ -152,7 +158,10 @@ func DecodeEvent(line []byte, n int) (DecodedEvent, error) {
 	}
 	ev := DecodedEvent{Type: w.Type, Seq: w.Seq}
 	if w.Type == EventAdded {
-		r, err := decodeRecord(w.Object)
+		if err := record.CheckFormat(w.Version); err != nil {
+			return ev, fmt.Errorf("watch event %d: %s event %d: %w", n, w.Type, w.Seq, err)
+		}
+		r, err := decodeRecord(w.Seq, w.TraceID, w.Object)
 		if err != nil {
 			return ev, fmt.Errorf("watch event %d: %s event %d: %w", n, w.Type, w.Seq, err)
 		}
@@ -174,9 +183,6 @@ func ValidateEvent(ev DecodedEvent) error {
 		if ev.Seq == 0 {
 			return fmt.Errorf("%s event has sequence 0", ev.Type)
 		}
-		if ev.Record.Attempt.Seq != ev.Seq {
-			return fmt.Errorf("%s event %d carries record %d", ev.Type, ev.Seq, ev.Record.Attempt.Seq)
-		}
 	case EventBookmark:
 	default:
 		return fmt.Errorf("unknown event type %q", ev.Type)
@@ -186,18 +192,21 @@ func ValidateEvent(ev DecodedEvent) error {
 
 // ListHeader is a list response without its items.
 type ListHeader struct {
-	Epoch  string
-	Seq    uint64
-	Oldest uint64
-	Newest uint64
-	Items  int
+	Version int
+	Epoch   string
+	Seq     uint64
+	Oldest  uint64
+	Newest  uint64
+	Items   int
 }
 
 // DecodeList reads a list response item by item, so that a list of
 // thousands of large records is never held in memory at once. It calls item
 // for each record, in order, with the list's epoch; the server writes the
-// epoch before the items, and items that come first are held back until
-// the epoch is known. An error from item stops the decoding and is
+// version and the epoch before the items, and items that come first are
+// held back until both are known. A list of a record format version this
+// build does not read is an error that wraps a *record.FormatError, and
+// hands on no record. An error from item stops the decoding and is
 // returned as is.
 func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeader, error) {
 	var h ListHeader
@@ -219,6 +228,12 @@ func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeade
 		}
 		key := tok.String()
 		switch key {
+		case "version":
+			if err = jsonv2.UnmarshalDecode(dec, &h.Version, jsonOptions); err == nil {
+				if err := record.CheckFormat(h.Version); err != nil {
+					return h, fmt.Errorf("list: %w", err)
+				}
+			}
 		case "epoch":
 			err = jsonv2.UnmarshalDecode(dec, &h.Epoch, jsonOptions)
 		case "seq":
@@ -241,21 +256,20 @@ func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeade
 				} else if kind == ']' {
 					break
 				}
-				raw, err := dec.ReadValue()
-				if err != nil {
+				var w wireItem
+				if err := jsonv2.UnmarshalDecode(dec, &w, jsonOptions); err != nil {
 					return h, fmt.Errorf("decoding list item %d: %w", h.Items, err)
 				}
-				// raw is the decoder's buffer, valid until its next read.
-				rec, err := decodeRecord(bytes.Clone(raw))
+				rec, err := decodeRecord(w.Seq, w.TraceID, w.Object)
 				if err != nil {
 					return h, fmt.Errorf("list item %d: %w", h.Items, err)
 				}
-				if a := rec.Attempt; a.Seq == 0 || a.Seq <= last {
-					return h, fmt.Errorf("list item %d has sequence %d, out of order", h.Items, a.Seq)
+				if rec.Seq == 0 || rec.Seq <= last {
+					return h, fmt.Errorf("list item %d has sequence %d, out of order", h.Items, rec.Seq)
 				}
-				last = rec.Attempt.Seq
+				last = rec.Seq
 				h.Items++
-				if h.Epoch == "" {
+				if h.Epoch == "" || h.Version == 0 {
 					early = append(early, rec)
 					continue
 				}
@@ -273,6 +287,9 @@ func DecodeList(r io.Reader, item func(epoch string, r Record) error) (ListHeade
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
 		return h, fmt.Errorf("decoding list: %w", err)
+	}
+	if err := record.CheckFormat(h.Version); err != nil {
+		return h, fmt.Errorf("list: %w", err)
 	}
 	if h.Epoch == "" {
 		return h, errors.New("list has no epoch")

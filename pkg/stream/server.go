@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/schedscope/schedscope/pkg/record"
 )
 
 // WriteTimeout bounds each write of a list or of a watch's batch of
@@ -96,7 +98,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setWriteDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
-	_ = writeList(w, List{Epoch: s.buf.Epoch(), Seq: since + uint64(len(items)), Oldest: oldest, Newest: s.buf.Last()}, items)
+	_ = writeList(w, List{Version: record.FormatVersion, Epoch: s.buf.Epoch(), Seq: since + uint64(len(items)), Oldest: oldest, Newest: s.buf.Last()}, items)
 }
 
 // setWriteDeadline gives the answer's next writes the server's write
@@ -117,30 +119,31 @@ func writeList(w io.Writer, head List, items []Encoded) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.Write(b)
 	bw.WriteByte('[')
-	var record []byte
+	item := []byte{'{'}
 	for i, it := range items {
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		if record, err = it.AppendJSON(record[:0]); err != nil {
+		if item, err = it.appendFields(item[:1]); err != nil {
 			return err
 		}
-		bw.Write(record)
+		item = append(item, '}')
+		bw.Write(item)
 	}
 	bw.WriteString("]}\n")
 	return bw.Flush()
 }
 
+// addedPrefix begins every ADDED event.
+var addedPrefix = `{"type":"` + EventAdded + `","version":` + strconv.Itoa(record.FormatVersion) + `,`
+
 // writeAdded writes the ADDED event of an encoded record as one line,
 // decompressing the record into scratch, which it returns for reuse.
 func writeAdded(w *bufio.Writer, it Encoded, scratch []byte) ([]byte, error) {
-	scratch, err := it.AppendJSON(scratch[:0])
+	scratch, err := it.appendFields(append(scratch[:0], addedPrefix...))
 	if err != nil {
 		return scratch, err
 	}
-	w.WriteString(`{"type":"` + EventAdded + `","seq":`)
-	w.WriteString(strconv.FormatUint(it.Seq, 10))
-	w.WriteString(`,"object":`)
 	w.Write(scratch)
 	_, err = w.WriteString("}\n")
 	return scratch, err

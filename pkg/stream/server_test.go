@@ -18,27 +18,28 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 )
 
+// add adds a record of each pod named, traced as "trace-" and its name.
 func add(t *testing.T, b *Buffer, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if err := b.Add(&record.Attempt{Pod: record.PodRef{Name: n}}); err != nil {
+		if err := b.Add(&record.Attempt{Pod: record.PodRef{Name: n}}, "trace-"+n); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-func podNames(items []*record.Attempt) []string {
+func podNames(items []Record) []string {
 	var out []string
-	for _, a := range items {
-		out = append(out, a.Pod.Name)
+	for _, r := range items {
+		out = append(out, r.Attempt.Pod.Name)
 	}
 	return out
 }
 
 // decoded decodes buffered records.
-func decoded(t *testing.T, items []Encoded) []*record.Attempt {
+func decoded(t *testing.T, items []Encoded) []Record {
 	t.Helper()
-	var out []*record.Attempt
+	var out []Record
 	for _, it := range items {
 		a := &record.Attempt{}
 		data, err := it.AppendJSON(nil)
@@ -48,10 +49,10 @@ func decoded(t *testing.T, items []Encoded) []*record.Attempt {
 		if err := json.Unmarshal(data, a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Seq != it.Seq {
-			t.Errorf("record %d is encoded with sequence %d", it.Seq, a.Seq)
+		if want := "trace-" + a.Pod.Name; it.TraceID != want {
+			t.Errorf("record %d of %s is traced %q, want %q", it.Seq, a.Pod.Name, it.TraceID, want)
 		}
-		out = append(out, a)
+		out = append(out, Record{Seq: it.Seq, TraceID: it.TraceID, Attempt: a})
 	}
 	return out
 }
@@ -105,7 +106,7 @@ func TestBufferRefusesUnencodable(t *testing.T) {
 	b := NewBuffer(3, DefaultBufferBytes, "e")
 	add(t, b, "a")
 	bad := &record.Attempt{Pod: record.PodRef{Name: "bad"}, Timing: record.Timing{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}
-	if err := b.Add(bad); err == nil {
+	if err := b.Add(bad, ""); err == nil {
 		t.Fatal("Add of a record with a year-10000 time succeeded, want an encoding error")
 	}
 	add(t, b, "c")
@@ -253,8 +254,13 @@ func TestServerList(t *testing.T) {
 			if err := json.Unmarshal(body, &l); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.wantNames, podNames(l.Items)); diff != "" || l.Seq != tt.wantSeq || l.Epoch != "epoch-1" {
-				t.Errorf("list: seq %d epoch %q, names (-want +got):\n%s", l.Seq, l.Epoch, diff)
+			if diff := cmp.Diff(tt.wantNames, podNames(l.Items)); diff != "" || l.Seq != tt.wantSeq || l.Epoch != "epoch-1" || l.Version != record.FormatVersion {
+				t.Errorf("list: version %d seq %d epoch %q, names (-want +got):\n%s", l.Version, l.Seq, l.Epoch, diff)
+			}
+			for i, it := range l.Items {
+				if want := l.Seq - uint64(len(l.Items)-1-i); it.Seq != want || it.TraceID != "trace-"+it.Attempt.Pod.Name {
+					t.Errorf("item %d: seq %d, trace %q; want %d, trace-%s", i, it.Seq, it.TraceID, want, it.Attempt.Pod.Name)
+				}
 			}
 		})
 	}
@@ -287,8 +293,8 @@ func TestServerWatch(t *testing.T) {
 		}
 		return e
 	}
-	if e := next(); e.Type != EventAdded || e.Seq != 1 || e.Object.Pod.Name != "a" {
-		t.Errorf("first event %+v, want ADDED a", e)
+	if e := next(); e.Type != EventAdded || e.Version != record.FormatVersion || e.Seq != 1 || e.TraceID != "trace-a" || e.Object.Pod.Name != "a" {
+		t.Errorf("first event %+v, want ADDED a, version %d, seq 1, trace-a", e, record.FormatVersion)
 	}
 	add(t, b, "b", "c")
 	for _, want := range []string{"b", "c"} {
@@ -355,7 +361,7 @@ func TestStalledWatcherIsDisconnected(t *testing.T) {
 	// About 30 MB of records, far more than the sockets buffer.
 	for i := range 200 {
 		a := recordtest.MakeAttempt("ns", fmt.Sprint("p", i), "uid").Rejected("TaintToleration", "taint", nodes...).Obj()
-		if err := b.Add(a); err != nil {
+		if err := b.Add(a, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

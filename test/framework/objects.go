@@ -47,7 +47,7 @@ func ListRecords(url string) (*stream.List, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &stream.List{Items: []*record.Attempt{}}
+	l := &stream.List{Items: []stream.Record{}}
 	req := stream.Request{}
 	for {
 		h, err := listOnce(c, req, l)
@@ -87,9 +87,10 @@ func listOnce(c *stream.Client, req stream.Request, l *stream.List) (stream.List
 	return stream.DecodeList(body, func(_ string, r stream.Record) error {
 		var a record.Attempt
 		if err := json.Unmarshal(r.JSON, &a); err != nil {
-			return fmt.Errorf("decoding record %d: %w", r.Attempt.Seq, err)
+			return fmt.Errorf("decoding record %d: %w", r.Seq, err)
 		}
-		l.Items = append(l.Items, &a)
+		r.Attempt, r.JSON = &a, nil
+		l.Items = append(l.Items, r)
 		return nil
 	})
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 )
@@ -254,7 +254,7 @@ func checkStored(t *testing.T, sc *framework.Sidecar, r *run, epoch string) {
 	for _, p := range pods {
 		node := r.pods.Node(p.Pod.Name)
 		l := p.Latest
-		if l.Epoch == epoch && l.Attempt == 1 && l.Result == record.ResultScheduled && l.SelectedNode == node && node != "" {
+		if l.Epoch == epoch && l.Attempt == 1 && l.Result == v1alpha1.ResultScheduled && l.SelectedNode == node && node != "" {
 			continue
 		}
 		if wrong++; wrong <= 10 {
@@ -415,7 +415,9 @@ func recordSize(t *testing.T, s *framework.Scheduler, epoch string, seq uint64) 
 	}
 	defer resp.Body.Close()
 	var l struct {
-		Items []json.RawMessage `json:"items"`
+		Items []struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 		t.Fatalf("record %d of the stream: %s: %v", seq, resp.Status, err)
@@ -423,7 +425,7 @@ func recordSize(t *testing.T, s *framework.Scheduler, epoch string, seq uint64) 
 	if len(l.Items) != 1 {
 		t.Fatalf("record %d of the stream: %d items", seq, len(l.Items))
 	}
-	return len(l.Items[0])
+	return len(l.Items[0].Object)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

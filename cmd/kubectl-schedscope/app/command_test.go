@@ -33,6 +33,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/hints"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 func fixture() []*record.Attempt {
@@ -45,7 +46,7 @@ func fixture() []*record.Attempt {
 			NotEvaluated(record.NotEvaluatedEnoughFeasible, "far-1").
 			Scores([]string{"NodeResourcesFit", "ImageLocality"}, map[string][]int64{
 				"big-1": {30, 10}, "big-2": {90, 50}, "big-3": {60, 0},
-			}).Scheduled("big-2").TraceID("4bf92f3577b34da6a3ce929d0e0e4736").Obj(),
+			}).Scheduled("big-2").Obj(),
 		recordtest.MakeAttempt("shop", "db", "uid-db").Finished(t0.Add(time.Second)).Unschedulable("0/2 nodes are available").
 			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "a", "b").Obj(),
 		recordtest.MakeAttempt("batch", "job", "uid-job").Finished(t0.Add(2*time.Second)).Unschedulable("0/1 nodes are available").
@@ -55,10 +56,15 @@ func fixture() []*record.Attempt {
 		{Plugin: "NodeResourcesFit", Node: "small-1", Detail: "small-1 has 500m of cpu free"},
 		{Plugin: "NUMATopology", Detail: "the pod asks for one NUMA zone"},
 	}
-	for i, a := range as {
-		a.Seq = uint64(i + 1)
-	}
 	return as
+}
+
+// fixtureRecords are fixture()'s attempts as the stream numbers them, the
+// first traced.
+func fixtureRecords() []stream.Record {
+	records := stream.Records(1, fixture()...)
+	records[0].TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	return records
 }
 
 // sidecar serves the real API over a store holding fixture(); it
@@ -78,7 +84,7 @@ func sidecarStore(t *testing.T) (http.Handler, store.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(fixture()...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 3}, fixtureRecords()); err != nil {
 		t.Fatal(err)
 	}
 	authn := authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
@@ -586,8 +592,8 @@ func TestKubectlPrinters(t *testing.T) {
 func TestPendingClusterColumn(t *testing.T) {
 	now := recordtest.Base.Add(time.Minute)
 	pod := func(cluster, name string) v1alpha1.PodStatus {
-		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name}, Profile: "p", FirstSeen: recordtest.Base,
-			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Attempt: 1, Result: record.ResultUnschedulable, Message: "no"}}
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: v1alpha1.PodRef{Namespace: "ns", Name: name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Attempt: 1, Result: v1alpha1.ResultUnschedulable, Message: "no"}}
 	}
 	for _, tt := range []struct {
 		name string
@@ -679,11 +685,11 @@ func TestPendingWatch(t *testing.T) {
 
 	t1 := recordtest.Base.Add(time.Minute)
 	next := []*record.Attempt{
-		recordtest.MakeAttempt("shop", "db", "uid-db").Number(2).Seq(4).Finished(t1).Unschedulable("0/3 nodes are available").
+		recordtest.MakeAttempt("shop", "db", "uid-db").Number(2).Finished(t1).Unschedulable("0/3 nodes are available").
 			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "a", "b", "c").Obj(),
-		recordtest.MakeAttempt("batch", "job", "uid-job").Number(2).Seq(5).Finished(t1).Passed("a").Scheduled("a").Obj(),
+		recordtest.MakeAttempt("batch", "job", "uid-job").Number(2).Finished(t1).Passed("a").Scheduled("a").Obj(),
 	}
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(next...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 5}, stream.Records(4, next...)); err != nil {
 		t.Fatal(err)
 	}
 	w.waitFor(t, "batch/job left the pending list")
@@ -705,8 +711,8 @@ func TestPendingWatch(t *testing.T) {
 // even when every change is of one cluster.
 func TestPendingWatchClusters(t *testing.T) {
 	pod := func(cluster, name string, seq uint64) v1alpha1.PodStatus {
-		return v1alpha1.PodStatus{Cluster: cluster, Pod: record.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
-			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: record.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
+		return v1alpha1.PodStatus{Cluster: cluster, Pod: v1alpha1.PodRef{Namespace: "ns", Name: name, UID: "uid-" + name}, Profile: "p", FirstSeen: recordtest.Base,
+			Latest: v1alpha1.AttemptSummary{Cluster: cluster, Seq: seq, Attempt: int(seq), Result: v1alpha1.ResultUnschedulable, Message: fmt.Sprintf("attempt %d", seq)}}
 	}
 	var lists atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/client"
-	"github.com/schedscope/schedscope/pkg/record"
 )
 
 // pageSize is the rows fetched per request (the API's maximum).
@@ -309,7 +308,7 @@ func (e *explainOptions) selectRows(ex *v1alpha1.Explanation) *v1alpha1.Explanat
 	anyVerdict := e.verdict == "" && !e.allNodes && ex.Nodes.Feasible == 0
 	for _, r := range ex.Rows {
 		v := r.Verdict
-		if v == record.VerdictPassed {
+		if v == v1alpha1.VerdictPassed {
 			v = verdictFeasible
 		}
 		switch {
@@ -326,8 +325,8 @@ func (e *explainOptions) selectRows(ex *v1alpha1.Explanation) *v1alpha1.Explanat
 	return &out
 }
 
-func resultCode(r record.Result) error {
-	if r == record.ResultScheduled {
+func resultCode(r v1alpha1.Result) error {
+	if r == v1alpha1.ResultScheduled {
 		return nil
 	}
 	return &ExitError{Code: ExitPending}
@@ -339,7 +338,7 @@ func printGroups(w io.Writer, groups []v1alpha1.Group) {
 	t := newTable("NODES", "VERDICT", "PLUGIN", "REASONS")
 	for _, g := range groups {
 		verdict, plugin, reasons := g.Verdict, g.Plugin, strings.Join(g.Reasons, "; ")
-		if g.Verdict == record.VerdictPassed {
+		if g.Verdict == v1alpha1.VerdictPassed {
 			verdict = "feasible"
 		}
 		if plugin == "" {
@@ -425,7 +424,7 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 		switch {
 		case r.Chosen:
 			verdict = "chosen"
-		case r.Verdict == record.VerdictPassed:
+		case r.Verdict == v1alpha1.VerdictPassed:
 			verdict = "feasible"
 		}
 		plugin, total, detail := "-", "-", ""

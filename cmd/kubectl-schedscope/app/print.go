@@ -15,7 +15,6 @@ import (
 	"k8s.io/kubectl/pkg/cmd/get"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 )
 
 // outputFormats are the -o values completion offers.
@@ -106,7 +105,7 @@ func namedObjects(v any) (*unstructured.UnstructuredList, error) {
 		obj.SetName(name)
 		list.Items = append(list.Items, obj)
 	}
-	addPod := func(p record.PodRef) { add("Pod", p.Namespace, p.Name) }
+	addPod := func(p v1alpha1.PodRef) { add("Pod", p.Namespace, p.Name) }
 	switch a := v.(type) {
 	case *v1alpha1.PodList:
 		for _, s := range a.Items {

@@ -1,9 +1,14 @@
 package app
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 )
 
 // TestPodsOfAWorkloadOrASelector runs the commands that take a workload
@@ -22,7 +27,8 @@ func TestPodsOfAWorkloadOrASelector(t *testing.T) {
 		{name: "explain-deployment", args: []string{"explain", "deploy/shop"}, wantCode: ExitPending},
 		{name: "explain-deployment-wide", args: []string{"explain", "deployment.apps/shop", "-o", "wide"}, wantCode: ExitPending},
 		{name: "explain-selector", args: []string{"explain", "-l", "app=shop,!nothing"}, wantCode: ExitPending},
-		{name: "explain-selector-json", args: []string{"explain", "-l", "app=shop", "-o", "json", "--sort-by", ".pod.name"}, wantCode: ExitPending},
+		{name: "explain-selector-sorted", args: []string{"explain", "-l", "app=shop", "--sort-by", "{.pod.name}",
+			"-o", "custom-columns=POD:.pod.name,RESULT:.result,NODE:.selectedNode"}, wantCode: ExitPending},
 		{name: "history-selector", args: []string{"history", "-l", "app=shop"}},
 		{name: "history-selector-sorted", args: []string{"history", "-l", "app=shop", "--sort-by", "{.finished}"}},
 		{name: "pending-selector", args: []string{"pending", "-A", "-l", "tier=batch", "-o", "custom-columns=NS:.pod.namespace,POD:.pod.name,REJECTED BY:.latest.reasons[*].plugin"}},
@@ -36,6 +42,32 @@ func TestPodsOfAWorkloadOrASelector(t *testing.T) {
 			}
 			golden(t, tt.name, out)
 		})
+	}
+}
+
+// TestExplainSelectorJSON: -o json of the pods of -l is the list of their
+// latest recorded attempts; a pod without one is named on stderr.
+func TestExplainSelectorJSON(t *testing.T) {
+	srv := httptest.NewServer(sidecar(t))
+	defer srv.Close()
+	alice := kubeconfig(t, fakeAPIServer(t), "alice", "shop")
+	code, out, errOut := run(t, "explain", "-l", "app=shop", "-o", "json", "--kubeconfig", alice, "--sidecar-url", srv.URL, "--cache-dir", t.TempDir())
+	if code != ExitPending {
+		t.Fatalf("exit code %d, want %d; stderr %s", code, ExitPending, errOut)
+	}
+	var list v1alpha1.AttemptList
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	var got []string
+	for _, a := range list.Items {
+		got = append(got, a.Pod.Name+" "+string(a.Result))
+	}
+	if diff := cmp.Diff([]string{"db unschedulable", "web scheduled"}, got); diff != "" {
+		t.Errorf("items (-want +got):\n%s", diff)
+	}
+	if want := "warning: no attempt recorded for fresh\n"; errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
 

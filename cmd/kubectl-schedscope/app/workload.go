@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 )
 
 // podSet is the pods a workload or a label selector selects, and the
@@ -159,7 +158,7 @@ func (e *explainOptions) runPods(ctx context.Context, ns string) error {
 		return err
 	}
 	switch {
-	case slices.ContainsFunc(set.Latest, func(a v1alpha1.AttemptSummary) bool { return a.Result != record.ResultScheduled }):
+	case slices.ContainsFunc(set.Latest, func(a v1alpha1.AttemptSummary) bool { return a.Result != v1alpha1.ResultScheduled }):
 		return &ExitError{Code: ExitPending}
 	case len(set.Latest) == 0:
 		return &ExitError{Code: ExitNotFound}
@@ -208,7 +207,7 @@ func groupPods(set *podSet) []*podGroup {
 	}
 	for _, a := range set.Latest {
 		g := podGroup{result: string(a.Result), rejected: "-", message: "-"}
-		if a.Result != record.ResultScheduled {
+		if a.Result != v1alpha1.ResultScheduled {
 			g.rejected, g.message = rejectedBy(a.Reasons), a.Message
 		}
 		grp := find(g)
@@ -223,7 +222,7 @@ func groupPods(set *podSet) []*podGroup {
 	}
 	rank := func(g *podGroup) int {
 		switch g.result {
-		case string(record.ResultScheduled):
+		case string(v1alpha1.ResultScheduled):
 			return 1
 		case "not recorded":
 			return 2

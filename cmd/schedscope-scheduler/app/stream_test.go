@@ -99,7 +99,7 @@ func TestRemoteStreamIsAuthenticated(t *testing.T) {
 		Authorization:  server.AuthorizationInfo{Authorizer: authorizer.AuthorizerFunc(fake.Authorize)},
 	}).Complete()
 	buf := stream.NewBuffer(10, stream.DefaultBufferBytes, "e1")
-	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj()); err != nil {
+	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj(), ""); err != nil {
 		t.Fatal(err)
 	}
 	o := NewRecordOptions()

@@ -135,7 +135,7 @@ current-context: x
 			Passed("n1").Scheduled("n1").Obj(),
 		recordtest.MakeAttempt("shop", "db", "uid-db").Unschedulable("0/1 nodes are available").Obj(),
 	} {
-		if err := buf.Add(a); err != nil {
+		if err := buf.Add(a, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +252,7 @@ current-context: x
 	}
 
 	buf := stream.NewBuffer(100, stream.DefaultBufferBytes, "e1")
-	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj()); err != nil {
+	if err := buf.Add(recordtest.MakeAttempt("shop", "web", "uid-web").Scheduled("n1").Obj(), ""); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex

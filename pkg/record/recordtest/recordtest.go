@@ -39,9 +39,6 @@ func (w *Wrapper) Number(n int) *Wrapper { w.a.Attempt = n; return w }
 // Profile sets the scheduler profile.
 func (w *Wrapper) Profile(p string) *Wrapper { w.a.Profile = p; return w }
 
-// Seq sets the stream sequence.
-func (w *Wrapper) Seq(s uint64) *Wrapper { w.a.Seq = s; return w }
-
 // Finished moves the attempt's timing so that it finishes at t.
 func (w *Wrapper) Finished(t time.Time) *Wrapper {
 	w.a.Timing.Queued = t.Add(-10 * time.Millisecond)
@@ -49,9 +46,6 @@ func (w *Wrapper) Finished(t time.Time) *Wrapper {
 	w.a.Timing.Finished = t
 	return w
 }
-
-// TraceID sets the trace ID.
-func (w *Wrapper) TraceID(id string) *Wrapper { w.a.TraceID = id; return w }
 
 // Scheduled marks the attempt as scheduled on node.
 func (w *Wrapper) Scheduled(node string) *Wrapper {
@@ -151,7 +145,6 @@ func Large(i, nodes int) *record.Attempt {
 	rejected := nodes * 6 / 10
 	w := MakeAttempt("load", fmt.Sprintf("pod-%d", i), fmt.Sprintf("uid-%d", i)).
 		Finished(Base.Add(time.Duration(i)*time.Millisecond)).
-		TraceID(fmt.Sprintf("%032x", i)).
 		Rejected("NodeResourcesFit", "Insufficient cpu", names[:rejected/2]...).
 		Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", names[rejected/2:rejected*5/6]...).
 		Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", names[rejected*5/6:rejected]...).

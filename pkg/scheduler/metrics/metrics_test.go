@@ -88,21 +88,22 @@ schedscope_score_weighted_count{plugin="ImageLocality",profile="p"} 1
 	}
 }
 
-// TestREADMEListsEveryMetric keeps the README's metrics table and the code in step.
-func TestREADMEListsEveryMetric(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
+// TestDocsListEveryMetric keeps the metrics table of docs/scheduler.md and
+// the code in step.
+func TestDocsListEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/scheduler.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var documented []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `(schedscope_[a-z_]+)` \\|").FindAllSubmatch(readme, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `(schedscope_[a-z_]+)` \\|").FindAllSubmatch(doc, -1) {
 		documented = append(documented, string(m[1]))
 	}
 	names := New().Names()
 	sort.Strings(documented)
 	sort.Strings(names)
 	if diff := cmp.Diff(names, documented); diff != "" {
-		t.Errorf("README metrics table differs from the code (-code +README):\n%s", diff)
+		t.Errorf("docs/scheduler.md's metrics table differs from the code (-code +docs):\n%s", diff)
 	}
 }
 

@@ -226,7 +226,7 @@ type recordSink struct {
 	outcomes map[string]outcome
 }
 
-func (s *recordSink) Add(a *record.Attempt) error {
+func (s *recordSink) Add(a *record.Attempt, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outcomes[a.Pod.Name] = outcome{Result: a.Result, Victims: slices.Clone(a.Victims)}

@@ -18,10 +18,10 @@ import (
 
 // Sink receives every finished record, in the order records are finished.
 type Sink interface {
-	// Add takes a record; a record it refuses is counted as dropped. The
-	// record's slices are reused once Add returns: a Sink copies what it
-	// keeps.
-	Add(*record.Attempt) error
+	// Add takes a record and its trace ID ("" when not traced); a record it
+	// refuses is counted as dropped. The record's slices are reused once
+	// Add returns: a Sink copies what it keeps.
+	Add(rec *record.Attempt, traceID string) error
 }
 
 // Options configure a Recorder.
@@ -36,7 +36,7 @@ type Options struct {
 	// scheduler's asynchronous eviction to report its victims.
 	VictimGrace time.Duration
 	// Tracer, if set, traces every record before it reaches Sink; the trace
-	// ID it returns is stored in the record.
+	// ID it returns goes to Sink with the record.
 	Tracer Tracer
 	// OnRecord, if set, is called with every record before it reaches Sink;
 	// like the Sink and the Tracer, it must not keep the record.
@@ -118,13 +118,14 @@ func (r *Recorder) publish(a *attempt) {
 	}()
 	defer a.release()
 	rec := a.build()
+	var traceID string
 	if r.opts.Tracer != nil {
-		rec.TraceID = r.opts.Tracer.Trace(a.pod, rec)
+		traceID = r.opts.Tracer.Trace(a.pod, rec)
 	}
 	if r.opts.OnRecord != nil {
 		r.opts.OnRecord(rec)
 	}
-	if err := r.opts.Sink.Add(rec); err != nil {
+	if err := r.opts.Sink.Add(rec, traceID); err != nil {
 		r.dropped.Add(1)
 		klog.ErrorS(err, "Dropped a decision record", "pod", klog.KObj(a.pod))
 	}

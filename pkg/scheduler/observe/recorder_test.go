@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/scheduler/observe/nodeset"
 )
 
 // benchmarkAttempt returns a cycle state holding an attempt over nodes and
@@ -77,8 +80,43 @@ func BenchmarkFilterCallParallel(b *testing.B) {
 // buffer does.
 type encodingSink struct{ encoded [][]byte }
 
-func (s *encodingSink) Add(a *record.Attempt) error {
+func (s *encodingSink) Add(a *record.Attempt, _ string) error {
 	data, err := record.Encode(a)
 	s.encoded = append(s.encoded, data)
 	return err
+}
+
+// tracer traces every record as the same trace.
+type tracer string
+
+func (t tracer) Trace(*v1.Pod, *record.Attempt) string { return string(t) }
+
+// traceSink keeps the trace ID of each record it is given.
+type traceSink struct{ traceIDs []string }
+
+func (s *traceSink) Add(_ *record.Attempt, traceID string) error {
+	s.traceIDs = append(s.traceIDs, traceID)
+	return nil
+}
+
+// TestPublishHandsTheTraceToTheSink: the trace ID the Tracer returns goes
+// to the Sink beside the record; without a Tracer, the record has none.
+func TestPublishHandsTheTraceToTheSink(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		tracer Tracer
+		want   string
+	}{
+		{name: "traced", tracer: tracer("4bf92f3577b34da6a3ce929d0e0e4736"), want: "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{name: "not traced"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &traceSink{}
+			r := NewRecorder(Options{Sink: sink, Tracer: tt.tracer})
+			r.publish(newAttempt(r.profileTable("p"), &v1.Pod{}, 1, time.Unix(0, 0), time.Unix(1, 0), nodeset.Empty))
+			if diff := cmp.Diff([]string{tt.want}, sink.traceIDs); diff != "" {
+				t.Errorf("trace IDs (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -176,4 +176,4 @@ func TestWrapperKeepsThePluginsName(t *testing.T) {
 
 type discard struct{}
 
-func (discard) Add(*record.Attempt) error { return nil }
+func (discard) Add(*record.Attempt, string) error { return nil }

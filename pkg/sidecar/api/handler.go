@@ -249,7 +249,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 			sel.Cluster = latest[0].Cluster
 		}
 	}
-	a, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
+	rec, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
 	if errors.Is(err, store.ErrNotFound) {
 		msg := fmt.Sprintf("no attempts recorded for %s", describe(sel))
 		if p.Attempt > 0 {
@@ -262,6 +262,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	a := rec.Attempt
 	if p.Node != "" {
 		ans, ok := explain.Node(a, p.Node)
 		if !ok {
@@ -278,7 +279,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e := explain.Explain(a, p.Options)
-	e.Cluster = sel.Cluster
+	e.Cluster, e.Seq, e.TraceID = sel.Cluster, rec.Seq, rec.TraceID
 	if h.Hints != nil && sel.Cluster == h.Cluster {
 		e.Hints = h.Hints(a, mayListNodes)
 	}

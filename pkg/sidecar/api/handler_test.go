@@ -23,6 +23,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // fakeAuthn authenticates "Authorization: Bearer <user>".
@@ -83,9 +84,9 @@ func (f *fakeAuthz) Authorize(_ context.Context, a authorizer.Attributes) (autho
 	return authorizer.DecisionNoOpinion, "no rule allows it", nil
 }
 
-func fixture() []*record.Attempt {
+func fixture() []stream.Record {
 	t0 := recordtest.Base
-	as := []*record.Attempt{
+	return stream.Records(1,
 		recordtest.MakeAttempt("team-a", "web", "uid-web").Finished(t0).Unschedulable("0/3 nodes are available").
 			Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", "tainted-node").
 			Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj(),
@@ -94,11 +95,7 @@ func fixture() []*record.Attempt {
 			Passed("n1", "n2").Scores([]string{"NodeResourcesFit"}, map[string][]int64{"n1": {80}, "n2": {20}}).Scheduled("n1").Obj(),
 		recordtest.MakeAttempt("team-b", "db", "uid-db").Finished(t0.Add(2*time.Second)).Unschedulable("0/3 nodes are available").
 			Rejected("NodeAffinity", "node(s) didn't match Pod's node affinity/selector", "n1", "n2", "tainted-node").Obj(),
-	}
-	for i, a := range as {
-		a.Seq = uint64(i + 1)
-	}
-	return as
+	)
 }
 
 type env struct {
@@ -107,7 +104,7 @@ type env struct {
 }
 
 // openStore opens a store in a temporary directory holding records.
-func openStore(t *testing.T, records ...*record.Attempt) *sqlite.Store {
+func openStore(t *testing.T, records ...stream.Record) *sqlite.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
 	if err != nil {
@@ -115,7 +112,7 @@ func openStore(t *testing.T, records ...*record.Attempt) *sqlite.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	if len(records) > 0 {
-		if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: records[len(records)-1].Seq}, store.Records(records...)); err != nil {
+		if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: records[len(records)-1].Seq}, records); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -445,14 +442,11 @@ func TestPendingLeavesOutPodsNoLongerWaiting(t *testing.T) {
 	}
 	defer st.Close()
 	t0 := recordtest.Base
-	as := []*record.Attempt{
+	as := stream.Records(1,
 		recordtest.MakeAttempt("a", "deleted", "uid-1").Finished(t0).Unschedulable("no").Obj(),
 		recordtest.MakeAttempt("a", "waiting", "uid-2").Finished(t0.Add(time.Second)).Unschedulable("no").Obj(),
-	}
-	for i, a := range as {
-		a.Seq = uint64(i + 1)
-	}
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e", Seq: 2}, store.Records(as...)); err != nil {
+	)
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e", Seq: 2}, as); err != nil {
 		t.Fatal(err)
 	}
 	h, err := New(Config{
@@ -584,9 +578,8 @@ func TestLongAnswersAreStreamed(t *testing.T) {
 	for i := range as {
 		as[i] = recordtest.MakeAttempt("team-a", fmt.Sprint("pod-", i), fmt.Sprint("uid-", i)).
 			Finished(recordtest.Base.Add(time.Duration(i) * time.Millisecond)).Unschedulable("0/3 nodes are available").Obj()
-		as[i].Seq = uint64(i + 1)
 	}
-	h, err := New(Config{Store: openStore(t, as...), Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}}})
+	h, err := New(Config{Store: openStore(t, stream.Records(1, as...)...), Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,8 +616,8 @@ func TestClusters(t *testing.T) {
 		}
 		// The same UID and sequence in both clusters.
 		a := recordtest.MakeAttempt("a", "web", "uid-1").Finished(t0.Add(time.Duration(i)*time.Second)).
-			Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Seq(1).Obj()
-		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+			Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Obj()
+		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, stream.Records(1, a)); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()

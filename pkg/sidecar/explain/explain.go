@@ -32,10 +32,10 @@ type layout struct {
 
 func build(a *record.Attempt) *layout {
 	l := &layout{scores: map[string]*record.NodeScore{}, ranks: map[string]int{}, byNode: map[string]int{}}
-	details := map[string][]record.PluginDetail{}
+	details := map[string][]v1alpha1.PluginDetail{}
 	for _, d := range a.Details {
 		if d.Node != "" {
-			details[d.Node] = append(details[d.Node], d)
+			details[d.Node] = append(details[d.Node], v1alpha1.ConvertDetail(d))
 		}
 	}
 	if a.Scores != nil {
@@ -98,18 +98,20 @@ func build(a *record.Attempt) *layout {
 }
 
 // Explain lays out attempt a and returns the page of rows opts selects.
+// The record's sequence and trace, which the stream carries beside it, are
+// the caller's to set.
 func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	l := build(a)
 	e := &v1alpha1.Explanation{
-		Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Seq: a.Seq, Result: a.Result, Message: a.Message,
-		FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
-		TraceID: a.TraceID, Timing: a.Timing, Points: a.Points, Nodes: a.Nodes,
-		FilterPlugins: []string{}, ScorePlugins: []record.ScorePlugin{}, Groups: l.groups,
+		Pod: v1alpha1.ConvertPodRef(a.Pod), Profile: a.Profile, Attempt: a.Attempt, Result: v1alpha1.ConvertResult(a.Result),
+		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode, NominatedNode: a.NominatedNode,
+		Timing: v1alpha1.ConvertTiming(a.Timing), Points: v1alpha1.ConvertPoints(a.Points), Nodes: v1alpha1.ConvertNodeCounts(a.Nodes),
+		FilterPlugins: []string{}, ScorePlugins: []v1alpha1.ScorePlugin{}, Groups: l.groups,
 		DetailsCut: a.DetailsCut, Offset: opts.Offset, Limit: opts.Limit,
 	}
 	for _, d := range a.Details {
 		if d.Node == "" {
-			e.Details = append(e.Details, d)
+			e.Details = append(e.Details, v1alpha1.ConvertDetail(d))
 		}
 	}
 	if e.Groups == nil {
@@ -120,9 +122,9 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	}
 	slices.Sort(e.FilterPlugins)
 	if a.Scores != nil {
-		e.ScorePlugins = append(e.ScorePlugins, a.Scores.Plugins...)
+		e.ScorePlugins = v1alpha1.ConvertScorePlugins(e.ScorePlugins, a.Scores.Plugins)
 		e.ScoringSkipped = a.Scores.SkippedReason
-		e.Margin = a.Margin()
+		e.Margin = v1alpha1.ConvertMargin(a.Margin())
 	}
 	rows := l.rows
 	if opts.Group != AllGroups {
@@ -155,12 +157,12 @@ func Node(a *record.Attempt, node string) (ans *v1alpha1.NodeAnswer, ok bool) {
 		if !found {
 			return nil, false
 		}
-		return &v1alpha1.NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode,
+		return &v1alpha1.NodeAnswer{Pod: v1alpha1.ConvertPodRef(a.Pod), Attempt: a.Attempt, Result: v1alpha1.ConvertResult(a.Result), SelectedNode: a.SelectedNode,
 			Row: v1alpha1.NodeRow{Node: node, Group: -1, Verdict: record.VerdictNotEvaluated, NotEvaluatedReason: g.NotEvaluatedReason},
 			Why: fmt.Sprintf("node %s was not evaluated: %s", node, g.NotEvaluatedReason)}, true
 	}
 	row := l.rows[i]
-	ans = &v1alpha1.NodeAnswer{Pod: a.Pod, Attempt: a.Attempt, Result: a.Result, SelectedNode: a.SelectedNode, Row: row}
+	ans = &v1alpha1.NodeAnswer{Pod: v1alpha1.ConvertPodRef(a.Pod), Attempt: a.Attempt, Result: v1alpha1.ConvertResult(a.Result), SelectedNode: a.SelectedNode, Row: row}
 	switch {
 	case row.Chosen:
 		ans.Why = fmt.Sprintf("node %s was chosen", node)

@@ -137,16 +137,16 @@ func TestExplainShowsPluginDetails(t *testing.T) {
 	}
 	a.DetailsCut = 3
 	e := Explain(a, Options{Group: AllGroups})
-	if diff := cmp.Diff([]record.PluginDetail{{Plugin: "NUMATopology", Detail: "pod needs a single NUMA zone"}}, e.Details); diff != "" {
+	if diff := cmp.Diff([]v1alpha1.PluginDetail{{Plugin: "NUMATopology", Detail: "pod needs a single NUMA zone"}}, e.Details); diff != "" {
 		t.Errorf("attempt details (-want +got):\n%s", diff)
 	}
 	if e.DetailsCut != 3 {
 		t.Errorf("details cut %d, want 3", e.DetailsCut)
 	}
 	for _, r := range e.Rows {
-		want := []record.PluginDetail(nil)
+		want := []v1alpha1.PluginDetail(nil)
 		if r.Node == "small-1" {
-			want = []record.PluginDetail{a.Details[0]}
+			want = []v1alpha1.PluginDetail{{Plugin: "NUMATopology", Node: "small-1", Detail: "NUMA zone 1 lacks 2 CPUs"}}
 		}
 		if diff := cmp.Diff(want, r.Details); diff != "" {
 			t.Errorf("row %s details (-want +got):\n%s", r.Node, diff)

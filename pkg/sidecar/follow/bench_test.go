@@ -76,7 +76,7 @@ func benchmarkFollow(b *testing.B, templates []*record.Attempt) {
 	for i := range b.N {
 		a := *templates[i%len(templates)]
 		a.Pod.UID = fmt.Sprintf("uid-%d", i)
-		if err := buf.Add(&a); err != nil {
+		if err := buf.Add(&a, fmt.Sprintf("%032x", i)); err != nil {
 			b.Fatal(err)
 		}
 	}

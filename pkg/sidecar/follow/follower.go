@@ -16,7 +16,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/metrics"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/stream"
@@ -259,9 +258,9 @@ func (e *epochChange) Error() string { return fmt.Sprintf("the stream is now in 
 // ingestList stores the records of a list response as they are decoded, a
 // batch at a time. It returns the list's epoch if it is not the cursor's.
 func (f *Follower) ingestList(ctx context.Context, cur *v1alpha1.Cursor, body io.Reader) (newEpoch string, err error) {
-	batch := make([]store.Record, 0, f.opts.MaxBatch)
+	batch := make([]stream.Record, 0, f.opts.MaxBatch)
 	checked := false
-	check := func(epoch string, first *record.Attempt) error {
+	check := func(epoch string, first *stream.Record) error {
 		if checked {
 			return nil
 		}
@@ -277,10 +276,10 @@ func (f *Follower) ingestList(ctx context.Context, cur *v1alpha1.Cursor, body io
 		return nil
 	}
 	h, err := stream.DecodeList(body, func(epoch string, r stream.Record) error {
-		if err := check(epoch, r.Attempt); err != nil {
+		if err := check(epoch, &r); err != nil {
 			return err
 		}
-		batch = append(batch, store.Record(r))
+		batch = append(batch, r)
 		if len(batch) < f.opts.MaxBatch {
 			return nil
 		}
@@ -347,7 +346,7 @@ func (f *Follower) epochChanged(ctx context.Context, cur *v1alpha1.Cursor, epoch
 	return f.persist(ctx, cur, nil)
 }
 
-func (f *Follower) persist(ctx context.Context, cur *v1alpha1.Cursor, items []store.Record) error {
+func (f *Follower) persist(ctx context.Context, cur *v1alpha1.Cursor, items []stream.Record) error {
 	if err := f.store.Append(ctx, *cur, items); err != nil {
 		f.metrics.IngestErrors.WithLabelValues(metrics.StageStore).Inc()
 		return &storeError{fmt.Errorf("storing records up to %d of epoch %q: %w", cur.Seq, cur.Epoch, err)}
@@ -363,21 +362,20 @@ func (f *Follower) touch() {
 }
 
 // ingest stores items that follow the cursor, in batches.
-func (f *Follower) ingest(ctx context.Context, cur *v1alpha1.Cursor, items []store.Record) error {
-	batch := make([]store.Record, 0, min(len(items), f.opts.MaxBatch))
+func (f *Follower) ingest(ctx context.Context, cur *v1alpha1.Cursor, items []stream.Record) error {
+	batch := make([]stream.Record, 0, min(len(items), f.opts.MaxBatch))
 	next := *cur
 	for _, r := range items {
-		a := r.Attempt
-		if a.Seq <= next.Seq {
+		if r.Seq <= next.Seq {
 			continue // already have it
 		}
-		if gap := a.Seq - next.Seq - 1; gap > 0 {
+		if gap := r.Seq - next.Seq - 1; gap > 0 {
 			klog.FromContext(ctx).Info("Records lost: the stream skipped sequences", "epoch", next.Epoch, "after", next.Seq, "lost", gap)
 			next.Lost += gap
 			f.metrics.RecordsLost.Add(float64(gap))
 			f.update(func(s *v1alpha1.FollowerStatus) { s.LastGap, s.LastGapAt = gap, time.Now() })
 		}
-		next.Seq = a.Seq
+		next.Seq = r.Seq
 		batch = append(batch, r)
 		if len(batch) == f.opts.MaxBatch {
 			if err := f.persist(ctx, &next, batch); err != nil {
@@ -427,7 +425,7 @@ func (f *Follower) watch(ctx context.Context, cur *v1alpha1.Cursor) error {
 	events := decodeAhead(ctx, body, f.opts.MaxBatch)
 	idle := time.NewTimer(f.opts.IdleTimeout)
 	defer idle.Stop()
-	batch := make([]store.Record, 0, f.opts.MaxBatch)
+	batch := make([]stream.Record, 0, f.opts.MaxBatch)
 	for {
 		var first decoded
 		select {
@@ -503,13 +501,13 @@ func await(fut chan decoded, ok bool) decoded {
 // collect appends to batch the record of first and of the lines already
 // waiting, up to the batch's capacity, and returns the line that ended the
 // watch, if one did.
-func collect(first decoded, events <-chan chan decoded, batch []store.Record) ([]store.Record, decoded) {
+func collect(first decoded, events <-chan chan decoded, batch []stream.Record) ([]stream.Record, decoded) {
 	for d := first; ; {
 		if d.err != nil {
 			return batch, d
 		}
 		if d.ev.Type == stream.EventAdded {
-			batch = append(batch, store.Record(d.ev.Record))
+			batch = append(batch, d.ev.Record)
 		}
 		if len(batch) == cap(batch) {
 			return batch, decoded{}

@@ -71,11 +71,12 @@ func (s *scheduler) up() {
 
 func (s *scheduler) url() string { return s.srv.URL + stream.Path }
 
-// add appends n attempts of pod ns/p, numbered from the buffer's next sequence.
+// add appends n attempts of pod ns/p, numbered from the buffer's next
+// sequence and traced as traceOf their number.
 func (s *scheduler) add(n int) {
 	for range n {
 		next := int(s.buf.Last()) + 1
-		if err := s.buf.Add(recordtest.MakeAttempt("ns", "p", "uid").Number(next).Obj()); err != nil {
+		if err := s.buf.Add(recordtest.MakeAttempt("ns", "p", "uid").Number(next).Obj(), traceOf(next)); err != nil {
 			s.t.Fatal(err)
 		}
 	}
@@ -163,12 +164,15 @@ func storedSeqs(t *testing.T, s store.Reader) []uint64 {
 	out := make([]uint64, len(as))
 	for i, a := range as {
 		out[len(as)-1-i] = a.Seq
-		if a.Attempt != int(a.Seq) {
-			t.Errorf("record %d holds attempt %d: records were mixed up", a.Seq, a.Attempt)
+		if a.Attempt != int(a.Seq) || a.TraceID != traceOf(a.Attempt) {
+			t.Errorf("record %d holds attempt %d of trace %q: records were mixed up", a.Seq, a.Attempt, a.TraceID)
 		}
 	}
 	return out
 }
+
+// traceOf is the trace ID of attempt n.
+func traceOf(n int) string { return fmt.Sprintf("%032x", n) }
 
 func seqRange(from, to uint64) []uint64 {
 	var out []uint64
@@ -264,7 +268,7 @@ type gatedStore struct {
 func (g *gatedStore) close() { g.mu.Lock(); g.gate = make(chan struct{}); g.mu.Unlock() }
 func (g *gatedStore) open()  { g.mu.Lock(); close(g.gate); g.gate = nil; g.mu.Unlock() }
 
-func (g *gatedStore) Append(ctx context.Context, c v1alpha1.Cursor, as []store.Record) error {
+func (g *gatedStore) Append(ctx context.Context, c v1alpha1.Cursor, as []stream.Record) error {
 	g.mu.Lock()
 	gate := g.gate
 	g.mu.Unlock()
@@ -291,7 +295,7 @@ func TestWatcherFallingBehindLosesExactlyWhatItMissed(t *testing.T) {
 	for i := 2; i <= total; i++ {
 		a := recordtest.MakeAttempt("ns", "p", "uid").Number(i).Obj()
 		a.Message = big
-		if err := sched.buf.Add(a); err != nil {
+		if err := sched.buf.Add(a, traceOf(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -432,7 +436,7 @@ type countingStore struct {
 	batches []int
 }
 
-func (c *countingStore) Append(ctx context.Context, cur v1alpha1.Cursor, as []store.Record) error {
+func (c *countingStore) Append(ctx context.Context, cur v1alpha1.Cursor, as []stream.Record) error {
 	c.mu.Lock()
 	c.batches = append(c.batches, len(as))
 	c.mu.Unlock()
@@ -499,5 +503,61 @@ func TestFirstContactAfterWrapCountsNothing(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(r.metrics.RecordsLost); got != 0 {
 		t.Errorf("records lost %v, want 0: they predate the sidecar", got)
+	}
+}
+
+// TestUnknownFormatVersionIsRefused: a list or a watch of a record format
+// version the sidecar does not read stores nothing of it and moves the
+// cursor no further; it is counted as a decode error and reported as the
+// last error, naming the version, and the follower keeps retrying.
+func TestUnknownFormatVersionIsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		list       string
+		watch      string
+		wantCursor v1alpha1.Cursor
+	}{
+		{
+			name: "list",
+			list: `{"version":2,"epoch":"e1","seq":1,"oldest":1,"newest":1,"items":[{"seq":1,"object":{}}]}`,
+		},
+		{
+			name:       "watch",
+			watch:      `{"type":"ADDED","version":2,"seq":3,"object":{}}` + "\n",
+			wantCursor: v1alpha1.Cursor{Epoch: "e1", Seq: 2},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sched := newScheduler(t, 100, "e1")
+			sched.add(2)
+			real := stream.NewServer(sched.buf, 50*time.Millisecond)
+			var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				watch := r.URL.Query().Get("watch") != ""
+				switch {
+				case !watch && tt.list != "":
+					_, _ = w.Write([]byte(tt.list))
+				case watch && tt.watch != "":
+					_, _ = w.Write([]byte(tt.watch))
+				default:
+					real.ServeHTTP(w, r)
+				}
+			})
+			sched.handler.Store(&h)
+			st := openStore(t, filepath.Join(t.TempDir(), "db"))
+			r := follow(t, sched.url(), st, nil)
+			eventually(t, "two decode errors", func() bool {
+				return testutil.ToFloat64(r.metrics.IngestErrors.WithLabelValues(metrics.StageDecode)) >= 2
+			})
+			r.stop()
+			if s := r.f.Status(); !strings.Contains(s.LastError, "record format version 2 is not one this build reads (it reads versions [1])") {
+				t.Errorf("last error %q, want the version refused", s.LastError)
+			}
+			if c, err := st.Cursor(context.Background()); err != nil || c != tt.wantCursor {
+				t.Errorf("cursor %+v, %v; want %+v", c, err, tt.wantCursor)
+			}
+			if got := testutil.ToFloat64(r.metrics.RecordsReceived); got != float64(tt.wantCursor.Seq) {
+				t.Errorf("records received %v, want %d", got, tt.wantCursor.Seq)
+			}
+		})
 	}
 }

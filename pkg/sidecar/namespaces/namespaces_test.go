@@ -18,6 +18,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // TestForget: records of a namespace being deleted, of one gone while the
@@ -30,11 +31,10 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var records []store.Record
+	var records []stream.Record
 	for i, ns := range []string{"live", "deleting", "gone", "deleted-later"} {
 		a := recordtest.MakeAttempt(ns, "p", "uid-"+ns).Unschedulable("0/1 nodes are available").Obj()
-		a.Seq = uint64(i + 1)
-		records = append(records, store.Record{Attempt: a})
+		records = append(records, stream.Record{Seq: uint64(i + 1), Attempt: a})
 	}
 	if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e", Seq: 4}, records); err != nil {
 		t.Fatal(err)

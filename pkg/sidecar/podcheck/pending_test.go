@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 )
 
 func TestStillPending(t *testing.T) {
@@ -36,7 +35,7 @@ func TestStillPending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := check(v1alpha1.PodStatus{Pod: record.PodRef{Namespace: "ns", Name: tt.pod, UID: tt.uid}})
+			got := check(v1alpha1.PodStatus{Pod: v1alpha1.PodRef{Namespace: "ns", Name: tt.pod, UID: tt.uid}})
 			if got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // Records are stored as zstd frames at its fastest level: records are
@@ -32,12 +34,50 @@ func decompress(data []byte) ([]byte, error) {
 	return decoder.DecodeAll(data, nil)
 }
 
+// A stored record (Row.Data) is the record format version
+// (record.FormatVersion) in a zstd skippable frame, then the record's JSON
+// as a zstd frame:
+//
+//	50 2A 4D 18 | 04 00 00 00 | version (uint32) | zstd frame of the JSON
+//
+// all little-endian. zstd readers pass over a skippable frame, and a
+// record stored before records had versions is the zstd frame alone:
+// version 1.
+const (
+	versionMagic     = 0x184D2A50
+	versionFrameSize = 12
+)
+
+// encodeData returns raw, the JSON of a record of the format version this
+// build writes, as a Row's Data.
+func encodeData(raw []byte) []byte {
+	data := make([]byte, versionFrameSize, versionFrameSize+len(raw)/8)
+	binary.LittleEndian.PutUint32(data, versionMagic)
+	binary.LittleEndian.PutUint32(data[4:], 4)
+	binary.LittleEndian.PutUint32(data[8:], record.FormatVersion)
+	return encoder.EncodeAll(raw, data)
+}
+
+// dataVersion returns the format version of a Row's Data and its zstd frame.
+func dataVersion(data []byte) (version int, frame []byte, err error) {
+	if len(data) < 4 || binary.LittleEndian.Uint32(data) != versionMagic {
+		return 1, data, nil
+	}
+	if len(data) < versionFrameSize || binary.LittleEndian.Uint32(data[4:]) != 4 {
+		return 0, nil, fmt.Errorf("the stored record's version frame is not %d bytes", versionFrameSize)
+	}
+	return int(binary.LittleEndian.Uint32(data[8:])), data[versionFrameSize:], nil
+}
+
 // Row is a record encoded as every store keeps it.
 type Row struct {
+	// Seq is the record's sequence in its stream epoch.
+	Seq     uint64
 	Attempt *record.Attempt
 	// Summary is the attempt's summary as JSON.
 	Summary []byte
-	// Data is the record's JSON, zstd-compressed.
+	// Data is the record's JSON, zstd-compressed, after its format
+	// version (encodeData).
 	Data []byte
 	// Finished is the attempt's finish time in Unix nanoseconds.
 	Finished int64
@@ -58,7 +98,7 @@ type RejectionRow struct {
 
 // EncodeRows encodes records of cluster's stream epoch for storing,
 // spread over the CPUs: encoding a large record costs milliseconds.
-func EncodeRows(cluster, epoch string, records []Record) ([]Row, error) {
+func EncodeRows(cluster, epoch string, records []stream.Record) ([]Row, error) {
 	rows := make([]Row, len(records))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -71,33 +111,33 @@ func EncodeRows(cluster, epoch string, records []Record) ([]Row, error) {
 	return rows, g.Wait()
 }
 
-func encodeRow(cluster, epoch string, r Record) (Row, error) {
+func encodeRow(cluster, epoch string, r stream.Record) (Row, error) {
 	a := r.Attempt
 	var data []byte
 	if r.JSON != nil {
-		data = compress(r.JSON)
+		data = encodeData(r.JSON)
 	} else {
 		raw, err := record.Encode(a)
 		if err != nil {
-			return Row{}, fmt.Errorf("encoding record %d: %w", a.Seq, err)
+			return Row{}, fmt.Errorf("encoding record %d: %w", r.Seq, err)
 		}
-		data = compress(raw)
+		data = encodeData(raw)
 	}
-	sum := Summarize(a, cluster, epoch)
+	sum := Summarize(r, cluster, epoch)
 	sum.StoredBytes = len(data)
 	summary, err := json.Marshal(sum)
 	if err != nil {
-		return Row{}, fmt.Errorf("encoding summary of record %d: %w", a.Seq, err)
+		return Row{}, fmt.Errorf("encoding summary of record %d: %w", r.Seq, err)
 	}
 	sig, err := outcomeSignature(a)
 	if err != nil {
-		return Row{}, fmt.Errorf("signing the outcome of record %d: %w", a.Seq, err)
+		return Row{}, fmt.Errorf("signing the outcome of record %d: %w", r.Seq, err)
 	}
 	var rejected []RejectionRow
 	for _, rj := range a.RejectionsByPlugin() {
 		rejected = append(rejected, RejectionRow{Plugin: rj.Plugin, Nodes: len(rj.Nodes), Names: compress([]byte(strings.Join(rj.Nodes, "\n")))})
 	}
-	return Row{Attempt: a, Summary: summary, Data: data, Finished: sum.Finished.UnixNano(), Rejected: rejected, Signature: sig}, nil
+	return Row{Seq: r.Seq, Attempt: a, Summary: summary, Data: data, Finished: sum.Finished.UnixNano(), Rejected: rejected, Signature: sig}, nil
 }
 
 // outcomeSignature identifies an unschedulable attempt's outcome: the
@@ -121,9 +161,17 @@ func outcomeSignature(a *record.Attempt) ([]byte, error) {
 	return sum[:], nil
 }
 
-// DecodeAttempt decodes a Row's Data.
+// DecodeAttempt decodes a Row's Data. A record of a format version this
+// build does not read is an error that wraps a *record.FormatError.
 func DecodeAttempt(data []byte) (*record.Attempt, error) {
-	raw, err := decompress(data)
+	version, frame, err := dataVersion(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := record.CheckFormat(version); err != nil {
+		return nil, fmt.Errorf("stored record: %w", err)
+	}
+	raw, err := decompress(frame)
 	if err != nil {
 		return nil, fmt.Errorf("decompressing record: %w", err)
 	}
@@ -132,6 +180,20 @@ func DecodeAttempt(data []byte) (*record.Attempt, error) {
 		return nil, fmt.Errorf("decoding record: %w", err)
 	}
 	return a, nil
+}
+
+// DecodeRecord decodes a stored record from its Row's Summary, which
+// holds its sequence and trace, and Data.
+func DecodeRecord(summary, data []byte) (*stream.Record, error) {
+	var sum v1alpha1.AttemptSummary
+	if err := json.Unmarshal(summary, &sum); err != nil {
+		return nil, fmt.Errorf("decoding attempt summary: %w", err)
+	}
+	a, err := DecodeAttempt(data)
+	if err != nil {
+		return nil, err
+	}
+	return &stream.Record{Seq: sum.Seq, TraceID: sum.TraceID, Attempt: a}, nil
 }
 
 // DecodeNodes decodes a RejectionRow's Names.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // SchemaVersion is the version of the stored schema this build writes.
@@ -34,27 +34,10 @@ type Writer interface {
 	// transaction. Records already stored (same cluster, epoch and
 	// sequence) are ignored. records may be
 	// empty to store only the cursor.
-	Append(ctx context.Context, cursor v1alpha1.Cursor, records []Record) error
-}
-
-// Record is an attempt to store.
-type Record struct {
-	// Attempt is the decoded record. When JSON is set it may lack its
-	// Scores: the store reads only the fields it indexes from it.
-	Attempt *record.Attempt
-	// JSON, when set, is the record as the scheduler encoded it. It is
-	// stored as is, which spares encoding it again and keeps the fields
-	// this build does not know.
-	JSON []byte
-}
-
-// Records wraps attempts without their JSON.
-func Records(attempts ...*record.Attempt) []Record {
-	out := make([]Record, len(attempts))
-	for i, a := range attempts {
-		out[i] = Record{Attempt: a}
-	}
-	return out
+	// records are the stream's: when a record's JSON is set its Attempt
+	// may lack its Scores, as the store reads only the fields it indexes
+	// from it and keeps the JSON.
+	Append(ctx context.Context, cursor v1alpha1.Cursor, records []stream.Record) error
 }
 
 // Reader is what the explain API needs. Its queries answer for every
@@ -63,9 +46,10 @@ type Reader interface {
 	Cursor(ctx context.Context) (v1alpha1.Cursor, error)
 	// Attempts returns the summaries of the attempts of a pod, newest first.
 	Attempts(ctx context.Context, pod PodSelector, limit int) ([]v1alpha1.AttemptSummary, error)
-	// Attempt returns the full record of one attempt of a pod; number 0
-	// means the latest. It returns ErrNotFound when there is none.
-	Attempt(ctx context.Context, pod PodSelector, number int) (*record.Attempt, error)
+	// Attempt returns the full record of one attempt of a pod, with its
+	// sequence and trace (and no JSON); number 0 means the latest. It
+	// returns ErrNotFound when there is none.
+	Attempt(ctx context.Context, pod PodSelector, number int) (*stream.Record, error)
 	// Pods returns pods by their latest attempt, newest first.
 	Pods(ctx context.Context, opts PodListOptions) ([]v1alpha1.PodStatus, error)
 	// Namespaces returns the namespaces of the store's cluster's pods.
@@ -174,15 +158,9 @@ type Retention struct {
 }
 
 // Summarize returns the summary of a record of cluster's stream epoch.
-func Summarize(a *record.Attempt, cluster, epoch string) v1alpha1.AttemptSummary {
-	s := v1alpha1.AttemptSummary{
-		Cluster: cluster, Seq: a.Seq, Epoch: epoch, Pod: a.Pod, Profile: a.Profile, Attempt: a.Attempt, Result: a.Result,
-		Message: a.Message, FailedPoint: a.FailedPoint, SelectedNode: a.SelectedNode,
-		NominatedNode: a.NominatedNode, TraceID: a.TraceID, Finished: a.FinishTime(), Nodes: a.Nodes,
-	}
-	for _, r := range a.RejectionsByPlugin() {
-		s.Reasons = append(s.Reasons, v1alpha1.RejectionSummary{Plugin: r.Plugin, Reasons: r.Reasons, Nodes: len(r.Nodes)})
-	}
+func Summarize(r stream.Record, cluster, epoch string) v1alpha1.AttemptSummary {
+	s := v1alpha1.ConvertSummary(r.Attempt)
+	s.Cluster, s.Seq, s.Epoch, s.TraceID = cluster, r.Seq, epoch, r.TraceID
 	return s
 }
 

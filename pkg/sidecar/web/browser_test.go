@@ -21,6 +21,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
 	"github.com/schedscope/schedscope/pkg/sidecar/web/webtest"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // serve serves the page and the API over a store holding records, on
@@ -33,7 +34,11 @@ func serve(t *testing.T, records ...*record.Attempt) string {
 	return serveWith(t, allow, records...)
 }
 
-// serveWith is serve with the API's authorizer.
+// podTrace is the trace of every record served.
+const podTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+// serveWith is serve with the API's authorizer. The records are numbered
+// from 1 and each is traced as podTrace.
 func serveWith(t *testing.T, authz authorizer.Authorizer, records ...*record.Attempt) string {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db"), store.Options{})
@@ -41,10 +46,11 @@ func serveWith(t *testing.T, authz authorizer.Authorizer, records ...*record.Att
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	for i, a := range records {
-		a.Seq = uint64(i + 1)
+	traced := stream.Records(1, records...)
+	for i := range traced {
+		traced[i].TraceID = podTrace
 	}
-	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: uint64(len(records))}, store.Records(records...)); err != nil {
+	if err := st.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: uint64(len(records))}, traced); err != nil {
 		t.Fatal(err)
 	}
 	anyone := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
@@ -68,7 +74,7 @@ func podRecord() *record.Attempt {
 		Rejected("NodeResourcesFit", "Insufficient cpu", "small-1").
 		Passed("big-1", "big-2").
 		Scores([]string{"NodeResourcesFit", "ImageLocality"}, map[string][]int64{"big-1": {30, 10}, "big-2": {90, 50}}).
-		Scheduled("big-2").TraceID("4bf92f3577b34da6a3ce929d0e0e4736").Obj()
+		Scheduled("big-2").Obj()
 }
 
 func TestPodPageInChromium(t *testing.T) {
@@ -102,7 +108,7 @@ func TestPodPageInChromium(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Detail from NUMATopology", "the pod asks for one NUMA zone", // the plugin's detail on the attempt
-		`href="http://jaeger.example:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736"`, // trace link
+		`href="http://jaeger.example:16686/trace/` + podTrace + `"`, // trace link
 		`>#1<`, `>#2<`, // attempt timeline
 		"big-2 beat big-1 by 100: NodeResourcesFit +60, ImageLocality +40", // the chosen node's margin, as kubectl says it
 	} {
@@ -260,8 +266,8 @@ func TestClustersOnTheHomePageInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := recordtest.MakeAttempt("batch", "job", "uid-job").Finished(time.Now().Add(-time.Minute)).Unschedulable("0/1 nodes are available").
-			Rejected("NodeResourcesFit", "Insufficient memory", "n1").Seq(1).Obj()
-		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+			Rejected("NodeResourcesFit", "Insufficient memory", "n1").Obj()
+		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, stream.Records(1, a)); err != nil {
 			t.Fatal(err)
 		}
 		st.Close()

@@ -36,7 +36,6 @@ import (
 	"k8s.io/kubernetes/third_party/forked/golang/expansion"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/version"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/freeport"
@@ -181,7 +180,7 @@ func TestImagesRunTheChart(t *testing.T) {
 
 	// The sidecar explains it, to the admin, through its API.
 	exp := explain(t, client, sidecarURL, cp.Config.BearerToken, "demo", "web", 30*time.Second)
-	if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
+	if exp.Result != v1alpha1.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
 		t.Errorf("explanation of demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", exp.Result, exp.SelectedNode, exp.Profile)
 	}
 	t.Logf("sidecar explains demo/web over TLS verified by the APIService's caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/freeport"
 	"github.com/schedscope/schedscope/test/pgserver"
@@ -166,7 +166,7 @@ func TestImagesRunThePostgresTopology(t *testing.T) {
 
 	for _, p := range endpoints {
 		exp := explain(t, client, fmt.Sprintf("https://127.0.0.1:%d", p.ports[targetPort]), cp.Config.BearerToken, "demo", "web", 60*time.Second)
-		if exp.Result != record.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
+		if exp.Result != v1alpha1.ResultScheduled || exp.SelectedNode != "image-node" || exp.Profile != "schedscope" {
 			t.Errorf("%s explains demo/web: result %q on %q by profile %q, want scheduled on image-node by schedscope", p.name, exp.Result, exp.SelectedNode, exp.Profile)
 		}
 		t.Logf("%s (selected by Service %s, which the APIService names) explains demo/web from PostgreSQL over TLS verified by the caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
+	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -69,15 +70,15 @@ func TestScheduledPodInJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var rec *record.Attempt
+	var rec *stream.Record
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := framework.ListRecords(sched.StreamURL)
 		if err != nil {
 			return false, err
 		}
 		for _, r := range l.Items {
-			if r.Pod.UID == string(pod.UID) && r.Result == record.ResultScheduled {
-				rec = r
+			if r.Attempt.Pod.UID == string(pod.UID) && r.Attempt.Result == record.ResultScheduled {
+				rec = &r
 			}
 		}
 		return rec != nil, nil
@@ -109,8 +110,8 @@ func TestScheduledPodInJaeger(t *testing.T) {
 	if !ok {
 		t.Fatalf("trace has no %s span: %v", tracing.SpanAttempt, found.tree())
 	}
-	if got := root.tag("k8s.node.name"); got != rec.SelectedNode {
-		t.Errorf("root k8s.node.name = %v, want the selected node %s", got, rec.SelectedNode)
+	if got := root.tag("k8s.node.name"); got != rec.Attempt.SelectedNode {
+		t.Errorf("root k8s.node.name = %v, want the selected node %s", got, rec.Attempt.SelectedNode)
 	}
 	for _, name := range []string{tracing.SpanQueueWait, tracing.SpanSchedulingCycle, record.PreFilter, record.Filter, record.Score, record.Reserve, record.Permit, tracing.SpanBindingCycle, record.Bind} {
 		s, ok := found.span(name)

@@ -277,8 +277,8 @@ func scheduledRecords(t *testing.T, url string) map[string]*record.Attempt {
 			return false, err
 		}
 		for _, r := range l.Items {
-			if r.Result == record.ResultScheduled {
-				out[r.Pod.Name] = r
+			if r.Attempt.Result == record.ResultScheduled {
+				out[r.Attempt.Pod.Name] = r.Attempt
 			}
 		}
 		return len(out) == numPods, nil

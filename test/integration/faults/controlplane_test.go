@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -98,10 +98,10 @@ func TestControlPlaneOutage(t *testing.T) {
 			scheduledAfter, failed := 0, 0
 			for _, p := range pods {
 				failed += p.Latest.Attempt - 1
-				if p.Latest.Result != record.ResultScheduled {
+				if p.Latest.Result != v1alpha1.ResultScheduled {
 					t.Errorf("pod %s: latest stored record is %s (%s), want scheduled", p.Pod.Name, p.Latest.Result, p.Latest.Message)
 				}
-				if p.Latest.Result == record.ResultScheduled && strings.HasPrefix(p.Pod.Name, "after-") {
+				if p.Latest.Result == v1alpha1.ResultScheduled && strings.HasPrefix(p.Pod.Name, "after-") {
 					scheduledAfter++
 				}
 			}

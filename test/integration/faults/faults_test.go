@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -116,7 +115,7 @@ func storedPods(t *testing.T, sc *framework.Sidecar, ns string) map[string]v1alp
 	}
 	out := make(map[string]v1alpha1.PodStatus, len(pods))
 	for _, p := range pods {
-		if p.Latest.Result != record.ResultScheduled || p.Latest.Attempt != 1 {
+		if p.Latest.Result != v1alpha1.ResultScheduled || p.Latest.Attempt != 1 {
 			t.Errorf("%s: pod %s: latest record is attempt %d, %s (%s at %s), want attempt 1, scheduled", sc.Name, p.Pod.Name, p.Latest.Attempt, p.Latest.Result, p.Latest.Message, p.Latest.FailedPoint)
 		}
 		out[p.Pod.Name] = p

@@ -99,18 +99,19 @@ func TestSidecarKilledDuringBurst(t *testing.T) {
 	}
 	// Every record still in the scheduler's buffer is stored.
 	missing := 0
-	for _, a := range buffered.Items {
+	for _, r := range buffered.Items {
+		a := r.Attempt
 		attempts, err := sc.Attempts(a.Pod.Namespace, a.Pod.Name)
 		if err != nil {
 			t.Fatalf("attempts of %s/%s: %v", a.Pod.Namespace, a.Pod.Name, err)
 		}
 		found := false
 		for _, s := range attempts {
-			found = found || s.Epoch == epoch && s.Seq == a.Seq
+			found = found || s.Epoch == epoch && s.Seq == r.Seq
 		}
 		if !found {
 			missing++
-			t.Errorf("buffered record %d (pod %s, attempt %d) is not stored", a.Seq, a.Pod.Name, a.Attempt)
+			t.Errorf("buffered record %d (pod %s, attempt %d) is not stored", r.Seq, a.Pod.Name, a.Attempt)
 		}
 	}
 	t.Logf("all %d records in the scheduler's buffer are stored (%d missing)", len(buffered.Items), missing)

@@ -468,11 +468,12 @@ func waitForOutcome(ctx context.Context, cp *framework.ControlPlane, name string
 	return o, err
 }
 
-// streamRecord is a record of the record stream, decoded, with its JSON
-// as the stream served it.
+// streamRecord is a record of the record stream, decoded, with its trace
+// and its JSON as the stream served them.
 type streamRecord struct {
 	*record.Attempt
-	raw []byte
+	TraceID string
+	raw     []byte
 }
 
 // listRawRecords reads every buffered record of a record stream, keeping
@@ -487,18 +488,21 @@ func listRawRecords(url string) ([]streamRecord, error) {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	var l struct {
-		Items []json.RawMessage `json:"items"`
+		Items []struct {
+			TraceID string          `json:"traceID"`
+			Object  json.RawMessage `json:"object"`
+		} `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
 		return nil, err
 	}
 	out := make([]streamRecord, 0, len(l.Items))
-	for _, raw := range l.Items {
+	for _, it := range l.Items {
 		var a record.Attempt
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, fmt.Errorf("decoding record %s: %w", raw[:min(len(raw), 200)], err)
+		if err := json.Unmarshal(it.Object, &a); err != nil {
+			return nil, fmt.Errorf("decoding record %s: %w", it.Object[:min(len(it.Object), 200)], err)
 		}
-		out = append(out, streamRecord{Attempt: &a, raw: raw})
+		out = append(out, streamRecord{Attempt: &a, TraceID: it.TraceID, raw: it.Object})
 	}
 	return out, nil
 }

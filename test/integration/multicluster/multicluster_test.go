@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/pgserver"
 )
@@ -180,10 +180,10 @@ func TestTwoClustersOneStore(t *testing.T) {
 }
 
 // countRetries counts the records of attempts after a pod's first.
-func countRetries(records []*record.Attempt) int {
+func countRetries(records []stream.Record) int {
 	n := 0
 	for _, r := range records {
-		if r.Attempt > 1 {
+		if r.Attempt.Attempt > 1 {
 			n++
 		}
 	}

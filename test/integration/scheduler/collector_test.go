@@ -14,6 +14,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedscope/schedscope/pkg/record"
+	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/freeport"
 )
@@ -284,15 +285,16 @@ func skippedTraces(t *testing.T, s *framework.Scheduler) float64 {
 // model of docs/tracing.md has it: the attempt, its queue wait if it
 // waited, the scheduling cycle, the binding cycle if there was one, and one
 // span per extension point run.
-func tracedSpans(rec *record.Attempt) int {
+func tracedSpans(rec stream.Record) int {
 	if rec.TraceID == "" {
 		return 0
 	}
-	n := 2 + len(rec.Points)
-	if !rec.Timing.Queued.IsZero() && rec.Timing.QueueWait > 0 {
+	a := rec.Attempt
+	n := 2 + len(a.Points)
+	if !a.Timing.Queued.IsZero() && a.Timing.QueueWait > 0 {
 		n++
 	}
-	if rec.Timing.BindingCycle > 0 {
+	if a.Timing.BindingCycle > 0 {
 		n++
 	}
 	return n
@@ -300,7 +302,7 @@ func tracedSpans(rec *record.Attempt) int {
 
 // tracedSpansOf returns the records of s, every one it made, and the spans
 // traced for them.
-func tracedSpansOf(t *testing.T, s *framework.Scheduler) ([]*record.Attempt, int) {
+func tracedSpansOf(t *testing.T, s *framework.Scheduler) ([]stream.Record, int) {
 	t.Helper()
 	l, err := framework.ListRecords(s.StreamURL)
 	if err != nil {
@@ -319,9 +321,9 @@ func tracedSpansOf(t *testing.T, s *framework.Scheduler) ([]*record.Attempt, int
 // waitForScheduledRecords waits until s has a scheduled record for n pods
 // of namespace ns whose name starts with prefix, and returns them by pod
 // name.
-func waitForScheduledRecords(t *testing.T, s *framework.Scheduler, ns, prefix string, n int) map[string]*record.Attempt {
+func waitForScheduledRecords(t *testing.T, s *framework.Scheduler, ns, prefix string, n int) map[string]stream.Record {
 	t.Helper()
-	recs := map[string]*record.Attempt{}
+	recs := map[string]stream.Record{}
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		l, err := framework.ListRecords(s.StreamURL)
 		if err != nil {
@@ -329,8 +331,8 @@ func waitForScheduledRecords(t *testing.T, s *framework.Scheduler, ns, prefix st
 		}
 		clear(recs)
 		for _, rec := range l.Items {
-			if rec.Pod.Namespace == ns && strings.HasPrefix(rec.Pod.Name, prefix) && rec.Result == record.ResultScheduled {
-				recs[rec.Pod.Name] = rec
+			if a := rec.Attempt; a.Pod.Namespace == ns && strings.HasPrefix(a.Pod.Name, prefix) && a.Result == record.ResultScheduled {
+				recs[a.Pod.Name] = rec
 			}
 		}
 		return len(recs) >= n, nil
@@ -343,7 +345,7 @@ func waitForScheduledRecords(t *testing.T, s *framework.Scheduler, ns, prefix st
 
 // expectReceived waits until r has received every span of the traces of
 // recs, each of which must have been traced.
-func expectReceived(t *testing.T, r *framework.OTLPReceiver, recs map[string]*record.Attempt) {
+func expectReceived(t *testing.T, r *framework.OTLPReceiver, recs map[string]stream.Record) {
 	t.Helper()
 	var incomplete []string
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {

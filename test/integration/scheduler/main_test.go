@@ -124,10 +124,10 @@ func waitForRecordOf(t *testing.T, s *framework.Scheduler, uid types.UID, result
 		}
 		all = all[:0]
 		for _, r := range l.Items {
-			if r.Pod.UID == string(uid) {
-				all = append(all, r)
-				if r.Result == result {
-					found = r
+			if a := r.Attempt; a.Pod.UID == string(uid) {
+				all = append(all, a)
+				if a.Result == result {
+					found = a
 				}
 			}
 		}
@@ -262,12 +262,14 @@ func scoreOf(t *testing.T, r *record.Attempt, node, plugin string) (record.NodeS
 	return record.NodeScore{}, 0
 }
 
-// expectTrace waits for the spans of rec's trace and checks the attempt is
-// traced whole: the attempt, its queue wait, every extension point the
-// record holds, and for a bound pod the binding cycle with Bind.
+// expectTrace waits for the spans of rec's trace, as the stream of sched
+// carries it beside rec, and checks the attempt is traced whole: the
+// attempt, its queue wait, every extension point the record holds, and for
+// a bound pod the binding cycle with Bind.
 func expectTrace(t *testing.T, rec *record.Attempt) {
 	t.Helper()
-	if rec.TraceID == "" {
+	traceID := traceIDOf(t, rec)
+	if traceID == "" {
 		t.Errorf("record of attempt %d of %s has no trace ID", rec.Attempt, rec.Pod.Name)
 		return
 	}
@@ -281,7 +283,7 @@ func expectTrace(t *testing.T, rec *record.Attempt) {
 	var names map[string]bool
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		names = map[string]bool{}
-		for _, s := range receiver.Trace(rec.TraceID) {
+		for _, s := range receiver.Trace(traceID) {
 			names[s.Name] = true
 		}
 		for n := range want {
@@ -292,6 +294,22 @@ func expectTrace(t *testing.T, rec *record.Attempt) {
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("trace %s of %s has spans %v, want at least %v", rec.TraceID, rec.Pod.Name, names, want)
+		t.Errorf("trace %s of %s has spans %v, want at least %v", traceID, rec.Pod.Name, names, want)
 	}
+}
+
+// traceIDOf returns the trace ID the stream of sched carries beside rec.
+func traceIDOf(t *testing.T, rec *record.Attempt) string {
+	t.Helper()
+	l, err := framework.ListRecords(sched.StreamURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l.Items {
+		if r.Attempt.Pod.UID == rec.Pod.UID && r.Attempt.Attempt == rec.Attempt {
+			return r.TraceID
+		}
+	}
+	t.Fatalf("the stream no longer holds attempt %d of %s", rec.Attempt, rec.Pod.Name)
+	return ""
 }

@@ -56,7 +56,7 @@ func TestRemoteRecordStream(t *testing.T) {
 			return false, fmt.Errorf("decoding the list %.200s: %w", body, err)
 		}
 		for _, r := range list.Items {
-			if r.Pod.UID == string(pod.UID) {
+			if r.Attempt.Pod.UID == string(pod.UID) {
 				return true, nil
 			}
 		}

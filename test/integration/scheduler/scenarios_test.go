@@ -107,8 +107,8 @@ func TestNodeName(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range l.Items {
-		if r.Pod.UID == string(named.UID) {
-			t.Errorf("pod with spec.nodeName was recorded: %+v", r)
+		if r.Attempt.Pod.UID == string(named.UID) {
+			t.Errorf("pod with spec.nodeName was recorded: %+v", r.Attempt)
 		}
 	}
 }
@@ -415,8 +415,8 @@ func TestMultipleProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range l.Items {
-		if r.Pod.UID == string(other.UID) {
-			t.Errorf("pod of default-scheduler was recorded: %+v", r)
+		if r.Attempt.Pod.UID == string(other.UID) {
+			t.Errorf("pod of default-scheduler was recorded: %+v", r.Attempt)
 		}
 	}
 	p, err := client.CoreV1().Pods(ns).Get(context.Background(), other.Name, metav1.GetOptions{})

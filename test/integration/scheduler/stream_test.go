@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 )
@@ -82,8 +83,8 @@ func TestRecordStream(t *testing.T) {
 		if e.Type != stream.EventAdded {
 			continue
 		}
-		if e.Seq != uint64(len(watched)+1) || e.Object.Seq != e.Seq {
-			t.Errorf("event %d has sequence %d (record %d)", len(watched)+1, e.Seq, e.Object.Seq)
+		if e.Seq != uint64(len(watched)+1) || e.Version != record.FormatVersion {
+			t.Errorf("event %d has sequence %d, record format version %d", len(watched)+1, e.Seq, e.Version)
 		}
 		watched = append(watched, e.Object.Pod.Name)
 	}
@@ -95,7 +96,7 @@ func TestRecordStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Seq != 9 || l.Oldest != 6 || len(l.Items) != 4 || l.Items[0].Pod.Name != "p5" || l.Epoch != initial.Epoch {
+	if l.Seq != 9 || l.Oldest != 6 || len(l.Items) != 4 || l.Items[0].Attempt.Pod.Name != "p5" || l.Epoch != initial.Epoch {
 		t.Errorf("list after overflow: seq %d oldest %d items %d epoch %q, want 9, 6, 4 from p5 in epoch %q", l.Seq, l.Oldest, len(l.Items), l.Epoch, initial.Epoch)
 	}
 

@@ -1,7 +1,9 @@
 // Package v1alpha1 is the explain API's contract: its paths, the types of
 // its answers and the bounds of its parameters. The sidecar serves it, the
 // kubectl plugin and the web page read it; errors are metav1.Status, as the
-// kube-apiserver's are.
+// kube-apiserver's are. The answer types are the API's own: the sidecar
+// converts decision records into them with the functions of conversion.go,
+// so that a change of the record is not a change of the API.
 package v1alpha1
 
 import "time"

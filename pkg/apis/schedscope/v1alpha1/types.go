@@ -1,12 +1,147 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/schedscope/schedscope/pkg/record"
 )
+
+// PodRef identifies a pod.
+type PodRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+}
+
+// Result is the outcome of a scheduling attempt.
+type Result string
+
+const (
+	// ResultScheduled means the pod was bound to the selected node.
+	ResultScheduled Result = "scheduled"
+	// ResultUnschedulable means no node fits the pod (or a plugin rejected
+	// it later in the cycle); the pod went back to the queue.
+	ResultUnschedulable Result = "unschedulable"
+	// ResultError means an internal error ended the attempt.
+	ResultError Result = "error"
+)
+
+// Verdicts of a node in the Filter phase (Group.Verdict, NodeRow.Verdict).
+const (
+	// VerdictPassed: every filter plugin accepted the node.
+	VerdictPassed = "passed"
+	// VerdictRejected: a plugin rejected the node; Plugin says which.
+	VerdictRejected = "rejected"
+	// VerdictNotEvaluated: the scheduler never ran filters on the node;
+	// NotEvaluatedReason says why.
+	VerdictNotEvaluated = "not-evaluated"
+)
+
+// NodeCounts counts the nodes of an attempt.
+type NodeCounts struct {
+	// Total is the number of nodes in the scheduler's snapshot.
+	Total int `json:"total"`
+	// Evaluated is the number of nodes the Filter phase ran on.
+	Evaluated int `json:"evaluated"`
+	// Feasible is the number of nodes that passed every filter and were
+	// kept for scoring.
+	Feasible int `json:"feasible"`
+}
+
+// Timing holds the timestamps and durations of an attempt.
+type Timing struct {
+	// Queued is when the pod last entered the scheduling queue.
+	Queued time.Time `json:"queued"`
+	// Started is when the scheduling cycle started.
+	Started time.Time `json:"started"`
+	// Finished is when the attempt ended (bound, or handed back to the queue).
+	Finished time.Time `json:"finished"`
+	// QueueWait is the time between Queued and Started.
+	QueueWait time.Duration `json:"queueWait"`
+	// SchedulingCycle is the synchronous part: PreFilter to Permit.
+	SchedulingCycle time.Duration `json:"schedulingCycle"`
+	// BindingCycle is the asynchronous part: WaitOnPermit to PostBind.
+	BindingCycle time.Duration `json:"bindingCycle,omitempty"`
+	// BindCall is the time the Bind plugins took (the API call for DefaultBinder).
+	BindCall time.Duration `json:"bindCall,omitempty"`
+}
+
+// PointRun is one run of an extension point.
+type PointRun struct {
+	Point    string        `json:"point"`
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration"`
+	// Code is the framework status code the point returned ("Success", ...).
+	Code string `json:"code"`
+	// Plugin is the plugin whose status ended the point, if it failed.
+	Plugin string `json:"plugin,omitempty"`
+	// Reasons are the status's reasons.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// ScorePlugin is a score plugin and its weight in the profile.
+type ScorePlugin struct {
+	Name   string `json:"name"`
+	Weight int64  `json:"weight"`
+}
+
+// Margin says why the chosen node beat the runner-up, the scored node
+// with the next highest total: by how much, and which score plugins'
+// weighted scores made the difference.
+type Margin struct {
+	// Node is the chosen node and RunnerUp the other scored node with the
+	// highest total.
+	Node     string `json:"node"`
+	RunnerUp string `json:"runnerUp"`
+	// By is Node's total minus RunnerUp's; 0 is a tie, which the
+	// scheduler breaks at random.
+	By int64 `json:"by"`
+	// Plugins are the score plugins ("extenders" for the extenders' share)
+	// whose weighted scores differ between the two nodes, most in Node's
+	// favour first.
+	Plugins []PluginMargin `json:"plugins,omitempty"`
+}
+
+// PluginMargin is one plugin's weighted score on the chosen node minus
+// its weighted score on the runner-up.
+type PluginMargin struct {
+	Plugin string `json:"plugin"`
+	By     int64  `json:"by"`
+}
+
+// String says the margin in a line, as kubectl schedscope explain and the
+// page print it: "n1 beat n2 by 23: NodeResourcesFit +40, ImageLocality -17".
+func (m *Margin) String() string {
+	var b strings.Builder
+	switch {
+	case m.By > 0:
+		fmt.Fprintf(&b, "%s beat %s by %d", m.Node, m.RunnerUp, m.By)
+	case m.By == 0:
+		fmt.Fprintf(&b, "%s tied with %s (the scheduler picked at random)", m.Node, m.RunnerUp)
+	default:
+		fmt.Fprintf(&b, "%s was chosen though %s scored %d more", m.Node, m.RunnerUp, -m.By)
+	}
+	for i, p := range m.Plugins {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s %+d", sep, p.Plugin, p.By)
+	}
+	return b.String()
+}
+
+// PluginDetail is a plugin's own explanation of its verdict.
+type PluginDetail struct {
+	// Plugin is the plugin that explained.
+	Plugin string `json:"plugin"`
+	// Node is the node explained; empty for the attempt as a whole.
+	Node string `json:"node,omitempty"`
+	// Detail is the plugin's text.
+	Detail string `json:"detail"`
+}
 
 // Cursor is the follower's position in the scheduler's record stream. It is
 // stored together with the records it covers, so that a restart resumes
@@ -29,19 +164,19 @@ type AttemptSummary struct {
 	Cluster       string             `json:"cluster,omitempty"`
 	Seq           uint64             `json:"seq"`
 	Epoch         string             `json:"epoch"`
-	Pod           record.PodRef      `json:"pod"`
+	Pod           PodRef             `json:"pod"`
 	Profile       string             `json:"profile"`
 	Attempt       int                `json:"attempt"`
-	Result        record.Result      `json:"result"`
+	Result        Result             `json:"result"`
 	Message       string             `json:"message,omitempty"`
 	FailedPoint   string             `json:"failedPoint,omitempty"`
 	SelectedNode  string             `json:"selectedNode,omitempty"`
 	NominatedNode string             `json:"nominatedNode,omitempty"`
 	TraceID       string             `json:"traceID,omitempty"`
 	Finished      time.Time          `json:"finished"`
-	Nodes         record.NodeCounts  `json:"nodes"`
+	Nodes         NodeCounts         `json:"nodes"`
 	Reasons       []RejectionSummary `json:"reasons,omitempty"`
-	// StoredBytes is the size of the stored record.
+	// StoredBytes is the size of the stored
 	StoredBytes int `json:"storedBytes"`
 	// Repeats counts the later attempts of the pod, in a row, whose
 	// outcome was this one's (unschedulable at the same point, for the
@@ -63,16 +198,16 @@ type RejectionSummary struct {
 // PodStatus is a pod as its latest attempt left it.
 type PodStatus struct {
 	// Cluster is the pod's cluster (Latest's); empty for the unnamed one.
-	Cluster   string        `json:"cluster,omitempty"`
-	Pod       record.PodRef `json:"pod"`
-	Profile   string        `json:"profile"`
-	FirstSeen time.Time     `json:"firstSeen"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Pod       PodRef    `json:"pod"`
+	Profile   string    `json:"profile"`
+	FirstSeen time.Time `json:"firstSeen"`
 	// Latest is the pod's latest attempt.
 	Latest AttemptSummary `json:"latest"`
 }
 
 // Pending reports whether the pod's latest attempt did not schedule it.
-func (p PodStatus) Pending() bool { return p.Latest.Result != record.ResultScheduled }
+func (p PodStatus) Pending() bool { return p.Latest.Result != ResultScheduled }
 
 // Rejection grouping keys.
 const (
@@ -179,35 +314,35 @@ type Status struct {
 // Explanation is a scheduling attempt laid out for reading.
 type Explanation struct {
 	// Cluster is the pod's cluster; empty for the unnamed one.
-	Cluster       string            `json:"cluster,omitempty"`
-	Pod           record.PodRef     `json:"pod"`
-	Profile       string            `json:"profile"`
-	Attempt       int               `json:"attempt"`
-	Seq           uint64            `json:"seq"`
-	Result        record.Result     `json:"result"`
-	Message       string            `json:"message,omitempty"`
-	FailedPoint   string            `json:"failedPoint,omitempty"`
-	SelectedNode  string            `json:"selectedNode,omitempty"`
-	NominatedNode string            `json:"nominatedNode,omitempty"`
-	TraceID       string            `json:"traceID,omitempty"`
-	Timing        record.Timing     `json:"timing"`
-	Points        []record.PointRun `json:"points,omitempty"`
-	Nodes         record.NodeCounts `json:"nodes"`
+	Cluster       string     `json:"cluster,omitempty"`
+	Pod           PodRef     `json:"pod"`
+	Profile       string     `json:"profile"`
+	Attempt       int        `json:"attempt"`
+	Seq           uint64     `json:"seq"`
+	Result        Result     `json:"result"`
+	Message       string     `json:"message,omitempty"`
+	FailedPoint   string     `json:"failedPoint,omitempty"`
+	SelectedNode  string     `json:"selectedNode,omitempty"`
+	NominatedNode string     `json:"nominatedNode,omitempty"`
+	TraceID       string     `json:"traceID,omitempty"`
+	Timing        Timing     `json:"timing"`
+	Points        []PointRun `json:"points,omitempty"`
+	Nodes         NodeCounts `json:"nodes"`
 
 	// FilterPlugins are the plugins that rejected at least one node.
 	FilterPlugins []string `json:"filterPlugins"`
 	// ScorePlugins are the columns of NodeRow.Scores.
-	ScorePlugins []record.ScorePlugin `json:"scorePlugins"`
+	ScorePlugins []ScorePlugin `json:"scorePlugins"`
 	// ScoringSkipped says why nodes were not scored, if they were not.
 	ScoringSkipped string `json:"scoringSkipped,omitempty"`
 	// Margin says why the chosen node beat the runner-up; nil when fewer
 	// than two nodes were scored, or when the caller may not list nodes.
-	Margin *record.Margin `json:"margin,omitempty"`
+	Margin *Margin `json:"margin,omitempty"`
 	// Groups are the nodes grouped by identical verdict, in row order.
 	Groups []Group `json:"groups"`
 	// Details are what plugins said of the attempt as a whole; what they
 	// said of a node is in its row.
-	Details []record.PluginDetail `json:"details,omitempty"`
+	Details []PluginDetail `json:"details,omitempty"`
 	// DetailsCut counts the plugins' details the record did not keep.
 	DetailsCut int `json:"detailsCut,omitempty"`
 	// Hints are the single changes that would let the pod fit, most
@@ -255,16 +390,16 @@ type NodeRow struct {
 	Scores []int64 `json:"scores,omitempty"`
 	Total  *int64  `json:"total,omitempty"`
 	// Details are what plugins said of the node.
-	Details []record.PluginDetail `json:"details,omitempty"`
+	Details []PluginDetail `json:"details,omitempty"`
 }
 
 // NodeAnswer explains the fate of one node.
 type NodeAnswer struct {
-	Pod          record.PodRef `json:"pod"`
-	Attempt      int           `json:"attempt"`
-	Result       record.Result `json:"result"`
-	SelectedNode string        `json:"selectedNode,omitempty"`
-	Row          NodeRow       `json:"row"`
+	Pod          PodRef  `json:"pod"`
+	Attempt      int     `json:"attempt"`
+	Result       Result  `json:"result"`
+	SelectedNode string  `json:"selectedNode,omitempty"`
+	Row          NodeRow `json:"row"`
 	// Why is a sentence saying why the pod did (not) land on the node.
 	Why string `json:"why"`
 }

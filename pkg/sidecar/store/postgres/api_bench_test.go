@@ -18,11 +18,11 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
-	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/api"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 var storedAttempts = flag.Int("stored-attempts", 1_000_000, "attempts BenchmarkAPIAtScale stores before it asks")
@@ -124,22 +124,22 @@ func benchmarkAPIAtScale(b *testing.B, kind string) {
 func fillStore(ctx context.Context, st store.Store, pods int) error {
 	const batch = 1000
 	nodes := recordtest.NodeNames("node", 0, nodesPerRecord)
-	var records []*record.Attempt
+	var records []stream.Record
 	var seq uint64
 	for n := range attemptsPerPod {
 		for i := range pods {
 			seq++
 			w := recordtest.MakeAttempt(podNamespace(i), podName(i), fmt.Sprintf("uid-%d", i)).
-				Number(n + 1).Seq(seq).Finished(recordtest.Base.Add(time.Duration(seq) * time.Millisecond)).
+				Number(n + 1).Finished(recordtest.Base.Add(time.Duration(seq) * time.Millisecond)).
 				Unschedulable(fmt.Sprintf("0/%d nodes are available", nodesPerRecord))
 			if n%2 == 0 {
 				w.Rejected("NodeResourcesFit", "Insufficient cpu", nodes...)
 			} else {
 				w.Rejected("TaintToleration", "node(s) had untolerated taint {dedicated: infra}", nodes...)
 			}
-			records = append(records, w.Obj())
+			records = append(records, stream.Record{Seq: seq, Attempt: w.Obj()})
 			if len(records) == batch || seq == uint64(pods*attemptsPerPod) {
-				if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "fill", Seq: seq}, store.Records(records...)); err != nil {
+				if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "fill", Seq: seq}, records); err != nil {
 					return fmt.Errorf("storing records up to %d: %w", seq, err)
 				}
 				records = records[:0]

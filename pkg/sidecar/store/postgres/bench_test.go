@@ -13,6 +13,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
 	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlite"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // BenchmarkIngest measures ingest of 5000-node records as the follower
@@ -61,15 +62,14 @@ func benchmarkIngest(b *testing.B, kind string, writers int, newAttempt func(int
 	}
 	const batch = 16
 	// Each writer's records, encoded as the scheduler sends them.
-	work := make([][]store.Record, writers)
+	work := make([][]stream.Record, writers)
 	for i := range b.N {
 		a := newAttempt(i)
-		a.Seq = uint64(i/writers + 1)
 		raw, err := record.Encode(a)
 		if err != nil {
 			b.Fatal(err)
 		}
-		work[i%writers] = append(work[i%writers], store.Record{Attempt: a, JSON: raw})
+		work[i%writers] = append(work[i%writers], stream.Record{Seq: uint64(i/writers + 1), Attempt: a, JSON: raw})
 	}
 	stores := make([]store.Store, writers)
 	for w := range stores {
@@ -90,7 +90,7 @@ func benchmarkIngest(b *testing.B, kind string, writers int, newAttempt func(int
 			records := work[w]
 			for len(records) > 0 {
 				n := min(batch, len(records))
-				if err := stores[w].Append(ctx, v1alpha1.Cursor{Epoch: epoch, Seq: records[n-1].Attempt.Seq}, records[:n]); err != nil {
+				if err := stores[w].Append(ctx, v1alpha1.Cursor{Epoch: epoch, Seq: records[n-1].Seq}, records[:n]); err != nil {
 					errs <- err
 					return
 				}

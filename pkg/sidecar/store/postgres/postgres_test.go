@@ -154,7 +154,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	migrateTo(t, url, 1)
-	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
+	rows, err := store.EncodeRows("", "e1", storetest.Fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,10 +164,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id)
 			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
 			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
-			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data)
+			int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data)
 		for _, rj := range r.Rejected {
 			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(r.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
 		}
 	}
 	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)
@@ -193,7 +193,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	ctx := context.Background()
 	url := newDatabase(t)
 	migrateTo(t, url, 2)
-	rows, err := store.EncodeRows("", "e1", store.Records(storetest.Fixture()...))
+	rows, err := store.EncodeRows("", "e1", storetest.Fixture())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +203,10 @@ func TestMigrateFromVersion2(t *testing.T) {
 				VALUES ('e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
 			INSERT INTO pods (uid, namespace, name, first_seen, latest_id, finished, result) SELECT $2, $3, $4, $7, id, $7, $6 FROM a
 			ON CONFLICT (uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
-			int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
+			int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
 		for _, rj := range r.Rejected {
 			exec(t, url, `INSERT INTO rejections (attempt_id, finished, namespace, plugin, nodes, node_names)
-				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(a.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+				SELECT id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(r.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
 		}
 	}
 	exec(t, url, `INSERT INTO meta VALUES ('cursor.epoch', 'e1'), ('cursor.seq', '5'), ('cursor.lost', '0')`)

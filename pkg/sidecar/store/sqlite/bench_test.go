@@ -11,6 +11,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // BenchmarkAppend measures ingest of synthetic attempts over 5000 nodes
@@ -34,15 +35,14 @@ func BenchmarkAppend(b *testing.B) {
 			start := time.Now()
 			var seq uint64
 			for n := 0; n < b.N; n += batch {
-				items := make([]*record.Attempt, 0, batch)
+				items := make([]stream.Record, 0, batch)
 				for j := 0; j < batch && n+j < b.N; j++ {
 					seq++
 					a := *templates[seq%uint64(len(templates))]
-					a.Seq = seq
 					a.Pod.UID = fmt.Sprintf("uid-%d", seq)
-					items = append(items, &a)
+					items = append(items, stream.Record{Seq: seq, Attempt: &a})
 				}
-				if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: seq}, store.Records(items...)); err != nil {
+				if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: seq}, items); err != nil {
 					b.Fatal(err)
 				}
 			}

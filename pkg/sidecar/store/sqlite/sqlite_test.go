@@ -53,7 +53,7 @@ func openTest(t *testing.T, r store.Retention) (*Store, string) {
 func TestFileAndStats(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTest(t, store.Retention{})
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(storetest.Fixture()...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, storetest.Fixture()); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {

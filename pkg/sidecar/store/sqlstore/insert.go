@@ -99,16 +99,16 @@ func (w *txInserts) insert(ctx context.Context, epoch string, r store.Row) error
 		return err
 	}
 	var id int64
-	err := w.attempt.QueryRowContext(ctx, w.cluster, epoch, int64(a.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
+	err := w.attempt.QueryRowContext(ctx, w.cluster, epoch, int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name,
 		a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // already stored
 	}
 	if err != nil {
-		return fmt.Errorf("storing record %d: %w", a.Seq, err)
+		return fmt.Errorf("storing record %d: %w", r.Seq, err)
 	}
 	if _, err := w.pod.ExecContext(ctx, w.cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
-		return fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
+		return fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
 	return w.indexRejections(ctx, id, r)
 }
@@ -117,7 +117,7 @@ func (w *txInserts) insert(ctx context.Context, epoch string, r store.Row) error
 func (w *txInserts) indexRejections(ctx context.Context, id int64, r store.Row) error {
 	for _, rj := range r.Rejected {
 		if _, err := w.rejection.ExecContext(ctx, w.cluster, id, r.Finished, r.Attempt.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names); err != nil {
-			return fmt.Errorf("indexing rejections of record %d: %w", r.Attempt.Seq, err)
+			return fmt.Errorf("indexing rejections of record %d: %w", r.Seq, err)
 		}
 	}
 	return nil
@@ -138,7 +138,7 @@ func (w *txInserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 	var id, seq, lastSeq int64
 	var latestEpoch string
 	var sig []byte
-	if err := w.latest.QueryRowContext(ctx, w.cluster, a.Pod.UID, epoch, int64(a.Seq), int64(a.Seq), w.cluster, a.Pod.UID).
+	if err := w.latest.QueryRowContext(ctx, w.cluster, a.Pod.UID, epoch, int64(r.Seq), int64(r.Seq), w.cluster, a.Pod.UID).
 		Scan(&before, &id, &latestEpoch, &seq, &lastSeq, &sig); err != nil {
 		return false, fmt.Errorf("reading the latest attempt of pod %s: %w", a.Pod.UID, err)
 	}
@@ -147,14 +147,14 @@ func (w *txInserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 		return true, nil // folded before
 	case id == 0 || latestEpoch != epoch || !bytes.Equal(sig, r.Signature):
 		return false, nil
-	case int64(a.Seq) <= max(seq, lastSeq):
+	case int64(r.Seq) <= max(seq, lastSeq):
 		return true, nil // already stored or folded
 	}
-	if _, err := w.fold.ExecContext(ctx, a.Attempt, int64(a.Seq), r.Finished, id); err != nil {
-		return false, fmt.Errorf("folding record %d: %w", a.Seq, err)
+	if _, err := w.fold.ExecContext(ctx, a.Attempt, int64(r.Seq), r.Finished, id); err != nil {
+		return false, fmt.Errorf("folding record %d: %w", r.Seq, err)
 	}
 	if _, err := w.touch.ExecContext(ctx, r.Finished, w.cluster, a.Pod.UID); err != nil {
-		return false, fmt.Errorf("indexing pod of record %d: %w", a.Seq, err)
+		return false, fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
 	return true, w.indexRejections(ctx, id, r)
 }

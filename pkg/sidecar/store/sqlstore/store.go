@@ -12,6 +12,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // Store answers store.Writer and store.Reader from a database that Migrate
@@ -69,7 +70,7 @@ func (s *Store) Cursor(ctx context.Context) (v1alpha1.Cursor, error) {
 }
 
 // Append implements store.Writer.
-func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []store.Record) error {
+func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []stream.Record) error {
 	// Encode outside the lock and the transaction: it is the expensive part.
 	rows, err := store.EncodeRows(s.cluster, cursor.Epoch, records)
 	if err != nil {
@@ -200,9 +201,9 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 }
 
 // Attempt implements store.Reader.
-func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*record.Attempt, error) {
+func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*stream.Record, error) {
 	var q query
-	q.add(`SELECT data FROM attempts`)
+	q.add(`SELECT summary, data FROM attempts`)
 	if err := q.wherePod(pod); err != nil {
 		return nil, err
 	}
@@ -211,14 +212,14 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 		q.add(` AND attempt <= ? AND (attempt = ? OR last_attempt >= ?)`, number, number, number)
 	}
 	q.add(` ORDER BY id DESC LIMIT 1`)
-	var data []byte
-	if err := s.db.QueryRowContext(ctx, s.d.bind(q.sql.String()), q.args...).Scan(&data); err != nil {
+	var summary, data []byte
+	if err := s.db.QueryRowContext(ctx, s.d.bind(q.sql.String()), q.args...).Scan(&summary, &data); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
 		return nil, fmt.Errorf("reading attempt: %w", err)
 	}
-	return store.DecodeAttempt(data)
+	return store.DecodeRecord(summary, data)
 }
 
 // Pods implements store.Reader.

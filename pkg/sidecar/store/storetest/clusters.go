@@ -39,10 +39,10 @@ func (h Harness) clusters(t *testing.T, r store.Retention) (eastStore, westStore
 		t.Cleanup(func() { s.Close() })
 		stores = append(stores, s)
 	}
-	if err := stores[0].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+	if err := stores[0].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, Fixture()); err != nil {
 		t.Fatal(err)
 	}
-	if err := stores[1].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, store.Records(Fixture()[:2]...)); err != nil {
+	if err := stores[1].Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, Fixture()[:2]); err != nil {
 		t.Fatal(err)
 	}
 	return stores[0], stores[1]
@@ -151,14 +151,14 @@ func testClustersKeepSameUIDsAndSeqsApart(t *testing.T, h Harness) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(in[tt.want], a); diff != "" {
+			if diff := cmp.Diff(&in[tt.want], a); diff != "" {
 				t.Errorf("latest attempt of a/p1 in %s (-want +got):\n%s", tt.cluster, diff)
 			}
 		}
-		if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+		if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, Fixture()); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, store.Records(Fixture()[:2]...)); err != nil {
+		if err := w.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 2}, Fixture()[:2]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -350,7 +350,7 @@ func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.St
 	if c, err := e.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{}) {
 		t.Errorf("east's cursor %+v, %v; want none", c, err)
 	}
-	if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+	if err := e.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, Fixture()); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := s.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{Epoch: "e1", Seq: 7}) {

@@ -15,6 +15,7 @@ import (
 	"github.com/schedscope/schedscope/pkg/record"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
 	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/stream"
 )
 
 // Harness is how the suite reaches a store.
@@ -71,25 +72,17 @@ func (h Harness) open(t *testing.T, r store.Retention) store.Store {
 func (h Harness) withFixture(t *testing.T, r store.Retention) store.Store {
 	t.Helper()
 	s := h.open(t, r)
-	if err := s.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(Fixture()...)); err != nil {
+	if err := s.Append(context.Background(), v1alpha1.Cursor{Epoch: "e1", Seq: 5}, Fixture()); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// Seqs numbers as from from on.
-func Seqs(as []*record.Attempt, from uint64) []*record.Attempt {
-	for i, a := range as {
-		a.Seq = from + uint64(i)
-	}
-	return as
-}
-
 // Fixture is five attempts, sequences 1 to 5: pod a/p1 failed once then
 // scheduled; pod b/p2 pending (twice rejected); pod a/p3 pending.
-func Fixture() []*record.Attempt {
+func Fixture() []stream.Record {
 	t0 := recordtest.Base
-	return Seqs([]*record.Attempt{
+	return stream.Records(1,
 		recordtest.MakeAttempt("a", "p1", "uid-1").Finished(t0).Unschedulable("0/2 nodes are available").
 			Rejected("TaintToleration", "untolerated taint", "n1", "n2").Obj(),
 		recordtest.MakeAttempt("b", "p2", "uid-2").Finished(t0.Add(time.Second)).Unschedulable("0/2 nodes are available").
@@ -99,7 +92,7 @@ func Fixture() []*record.Attempt {
 			Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj(),
 		recordtest.MakeAttempt("a", "p3", "uid-3").Finished(t0.Add(4*time.Second)).Unschedulable("0/2 nodes are available").
 			Rejected("NodeAffinity", "didn't match", "n1", "n2").Obj(),
-	}, 1)
+	)
 }
 
 // CheckFixture asserts that s answers every Reader query as a store
@@ -126,7 +119,7 @@ func CheckFixture(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, a); diff != "" {
+	if diff := cmp.Diff(&want, a); diff != "" {
 		t.Errorf("latest attempt of a/p1 (-want +got):\n%s", diff)
 	}
 }
@@ -158,9 +151,9 @@ func appendRepeats(t *testing.T, s store.Store) []folded {
 	ctx := context.Background()
 	repeat := func(n int) *record.Attempt {
 		return recordtest.MakeAttempt("b", "p2", "uid-2").Number(n).Finished(recordtest.Base.Add(time.Duration(n)*time.Second)).
-			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Seq(uint64(n + 3)).Obj()
+			Unschedulable("0/2 nodes are available").Rejected("NodeResourcesFit", "Insufficient cpu", "n1", "n2").Obj()
 	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, store.Records(repeat(3), repeat(4))); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 7}, stream.Records(6, repeat(3), repeat(4))); err != nil {
 		t.Fatal(err)
 	}
 	sums, err := s.Attempts(ctx, store.PodSelector{UID: "uid-2"}, 0)
@@ -229,12 +222,12 @@ func testAttempt(t *testing.T, h Harness) {
 		name    string
 		pod     store.PodSelector
 		number  int
-		want    *record.Attempt
+		want    *stream.Record
 		wantErr error
 	}{
-		{name: "latest", pod: store.PodSelector{Namespace: "a", Name: "p1"}, want: in[2]},
-		{name: "by number", pod: store.PodSelector{Namespace: "a", Name: "p1"}, number: 1, want: in[0]},
-		{name: "by uid", pod: store.PodSelector{UID: "uid-3"}, want: in[4]},
+		{name: "latest", pod: store.PodSelector{Namespace: "a", Name: "p1"}, want: &in[2]},
+		{name: "by number", pod: store.PodSelector{Namespace: "a", Name: "p1"}, number: 1, want: &in[0]},
+		{name: "by uid", pod: store.PodSelector{UID: "uid-3"}, want: &in[4]},
 		{name: "unknown pod", pod: store.PodSelector{Namespace: "a", Name: "nope"}, wantErr: store.ErrNotFound},
 		{name: "unknown number", pod: store.PodSelector{Namespace: "a", Name: "p1"}, number: 7, wantErr: store.ErrNotFound},
 	}
@@ -382,7 +375,7 @@ func testCursorAndRecordsSurviveReopen(t *testing.T, h Harness) {
 		t.Fatalf("new store cursor %+v, %v; want zero", c, err)
 	}
 	want := v1alpha1.Cursor{Epoch: "e1", Seq: 5, Lost: 42}
-	if err := s.Append(ctx, want, store.Records(Fixture()...)); err != nil {
+	if err := s.Append(ctx, want, Fixture()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -422,13 +415,13 @@ func testAppendIgnoresStoredRecords(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t, store.Retention{})
 	in := Fixture()
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 3}, store.Records(in[:3]...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 3}, in[:3]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(in[1:]...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, in[1:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, store.Records(in...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 5}, in); err != nil {
 		t.Fatal(err)
 	}
 	CheckFixture(t, s)
@@ -440,7 +433,7 @@ func testAppendIgnoresStoredRecords(t *testing.T, h Harness) {
 		t.Errorf("stored %d attempts, want 5", st.Attempts)
 	}
 	// The same sequence in another epoch is another record.
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, store.Records(Seqs([]*record.Attempt{recordtest.MakeAttempt("c", "p9", "uid-9").Obj()}, 1)...)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, stream.Records(1, recordtest.MakeAttempt("c", "p9", "uid-9").Obj())); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.Stats(ctx); st.Attempts != 6 {
@@ -456,21 +449,20 @@ func testAppendStoresTheSchedulersJSON(t *testing.T, h Harness) {
 	s := h.open(t, store.Retention{})
 	full := recordtest.MakeAttempt("ns", "p", "uid").Rejected("TaintToleration", "taint", "n2").Passed("n1").
 		Scores([]string{"ImageLocality"}, map[string][]int64{"n1": {7}}).Scheduled("n1").Obj()
-	full.Seq = 1
 	raw, err := json.Marshal(full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	partial := *full
 	partial.Scores = nil
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, []store.Record{{Attempt: &partial, JSON: raw}}); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, []stream.Record{{Seq: 1, TraceID: "0af7651916cd43dd8448eb211c80319c", Attempt: &partial, JSON: raw}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Attempt(ctx, store.PodSelector{UID: "uid"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(full, got); diff != "" {
+	if diff := cmp.Diff(&stream.Record{Seq: 1, TraceID: "0af7651916cd43dd8448eb211c80319c", Attempt: full}, got); diff != "" {
 		t.Errorf("stored record (-want +got):\n%s", diff)
 	}
 	rej, err := s.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByNode})
@@ -486,8 +478,7 @@ func testLargeAttemptIsCompact(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t, store.Retention{})
 	a := recordtest.Large(1, 5000)
-	a.Seq = 1
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, store.Records(a)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, stream.Records(1, a)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -506,7 +497,7 @@ func testLargeAttemptIsCompact(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(a, got); diff != "" {
+	if diff := cmp.Diff(&stream.Record{Seq: 1, Attempt: a}, got); diff != "" {
 		t.Errorf("record after a round trip (-want +got):\n%s", diff)
 	}
 }
@@ -522,14 +513,12 @@ func testFoldRepeats(t *testing.T, h Harness) {
 	attempt := func(n int, reason string) *record.Attempt {
 		a := recordtest.MakeAttempt("ns", "p", "uid-1").Number(n).Finished(t0.Add(time.Duration(n)*time.Second)).
 			Unschedulable("0/2 nodes are available").Rejected("NodeAffinity", reason, "n1", "n2").Obj()
-		a.Seq = uint64(n)
 		return a
 	}
 	scheduled := recordtest.MakeAttempt("ns", "p", "uid-1").Number(6).Finished(t0.Add(6 * time.Second)).Passed("n1").Scheduled("n1").Obj()
-	scheduled.Seq = 6
-	all := []*record.Attempt{attempt(1, "x"), attempt(2, "x"), attempt(3, "x"), attempt(4, "y"), attempt(5, "y"), scheduled}
-	for _, batch := range [][]*record.Attempt{all[:2], all[2:], all} { // the last re-appends everything
-		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 6}, store.Records(batch...)); err != nil {
+	all := stream.Records(1, attempt(1, "x"), attempt(2, "x"), attempt(3, "x"), attempt(4, "y"), attempt(5, "y"), scheduled)
+	for _, batch := range [][]stream.Record{all[:2], all[2:], all} { // the last re-appends everything
+		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 6}, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -550,7 +539,7 @@ func testFoldRepeats(t *testing.T, h Harness) {
 	}
 	for number, want := range map[int]int{2: 1, 3: 1, 5: 4, 6: 6} {
 		a, err := s.Attempt(ctx, store.PodSelector{UID: "uid-1"}, number)
-		if err != nil || a.Attempt != want {
+		if err != nil || a.Attempt.Attempt != want {
 			t.Errorf("Attempt(%d): attempt %v, %v; want the stored attempt %d", number, a, err, want)
 		}
 	}
@@ -567,14 +556,10 @@ func testFoldRepeats(t *testing.T, h Harness) {
 
 	// The same outcome after the scheduler restarted (a new epoch) is a
 	// new stored attempt: sequences of two epochs do not compare.
-	again := attempt(7, "y")
-	again.Seq = 1
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, store.Records(again)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 1}, stream.Records(1, attempt(7, "y"))); err != nil {
 		t.Fatal(err)
 	}
-	again2 := attempt(8, "y")
-	again2.Seq = 2
-	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 2}, store.Records(again2)); err != nil {
+	if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e2", Seq: 2}, stream.Records(2, attempt(8, "y"))); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Stats(ctx)
@@ -698,10 +683,9 @@ func testPruneKeepsBytesUnderMaxDiskBytes(t *testing.T, h Harness) {
 			n := batch*100 + i
 			a := recordtest.MakeAttempt("ns", fmt.Sprint("p", n), fmt.Sprint("uid-", n)).Unschedulable("0/300 nodes are available").
 				Rejected("NodeAffinity", fmt.Sprintf("didn't match, attempt %d", n), nodes...).Obj()
-			a.Seq = uint64(n + 1)
 			records = append(records, a)
 		}
-		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: uint64((batch + 1) * 100)}, store.Records(records...)); err != nil {
+		if err := s.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: uint64((batch + 1) * 100)}, stream.Records(uint64(batch*100+1), records...)); err != nil {
 			t.Fatal(err)
 		}
 	}
