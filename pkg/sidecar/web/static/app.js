@@ -244,7 +244,7 @@ function traceLink(traceID) {
 }
 
 // marginText says why the chosen node beat the runner-up, in the words of
-// kubectl schedscope explain (record.Margin's String).
+// kubectl schedscope explain (v1alpha1.Margin's String).
 function marginText(m) {
   let text = m.by > 0 ? m.node + ' beat ' + m.runnerUp + ' by ' + m.by
     : m.by === 0 ? m.node + ' tied with ' + m.runnerUp + ' (the scheduler picked at random)'
