@@ -104,7 +104,7 @@ recorded attempt), 3 it is pending (any pod), 4 no attempt is recorded,
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictFeasible, verdictRejected, verdictNotEvaluated))
 	cmd.ValidArgsFunction = o.completePods
 	o.addSelectorFlag(cmd)
-	o.addSortByFlag(cmd)
+	o.addSortByFlag(cmd, "{.pod.name}")
 	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("Print at most this many nodes (default %d feasible nodes; with --all-nodes or --verdict, all).", defaultNodes))
 	return cmd
 }

@@ -61,7 +61,7 @@ With -l, those of every pod of the namespace the label selector matches
 	}
 	cmd.Flags().IntVar(&h.limit, "limit", 100, "At most this many (the newest) attempts of each pod.")
 	o.addSelectorFlag(cmd)
-	o.addSortByFlag(cmd)
+	o.addSortByFlag(cmd, "{.finished}")
 	cmd.ValidArgsFunction = o.completePods
 	return cmd
 }

@@ -62,7 +62,7 @@ rows by a JSONPath over each pod's item (see -o yaml).`,
 	cmd.Flags().BoolVarP(&p.allNamespaces, "all-namespaces", "A", false, "List pending pods of every namespace you may list pods in.")
 	cmd.Flags().IntVar(&p.limit, "limit", 500, "At most this many pods.")
 	o.addSelectorFlag(cmd)
-	o.addSortByFlag(cmd)
+	o.addSortByFlag(cmd, "{.latest.finished}")
 	cmd.Flags().BoolVarP(&p.watch, "watch", "w", false, "After the list, print a row whenever a pod's latest attempt changes, and when a pod leaves the list (scheduled or gone), until interrupted.")
 	return cmd
 }

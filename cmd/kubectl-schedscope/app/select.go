@@ -30,9 +30,10 @@ func (o *Options) addSelectorFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Only the pods matching this label selector (e.g. -l app=web,tier!=cache), as kubectl get pods -l lists them with your credentials.")
 }
 
-// addSortByFlag adds --sort-by to a command whose answer is a list.
-func (o *Options) addSortByFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", "Sort the answer's items by this JSONPath over each item, as kubectl get --sort-by does (e.g. '{.latest.finished}' or .pod.name); the tables and -o print them in that order.")
+// addSortByFlag adds --sort-by to a command whose answer is a list;
+// example is a path over its items.
+func (o *Options) addSortByFlag(cmd *cobra.Command, example string) {
+	cmd.Flags().StringVar(&o.SortBy, "sort-by", "", fmt.Sprintf("Sort the answer's items by this JSONPath over each item, as kubectl get --sort-by does (e.g. '%s'); the tables and -o print them in that order.", example))
 }
 
 // validateSelection checks -l and --sort-by.

@@ -48,7 +48,7 @@ top takes no -l.`,
 	cmd.Flags().BoolVarP(&t.allNamespaces, "all-namespaces", "A", false, "Count the attempts of every namespace (needs list pods at the cluster scope).")
 	cmd.Flags().DurationVar(&t.since, "since", time.Hour, "Count the attempts of this long ago until now.")
 	cmd.Flags().IntVar(&t.limit, "limit", 10, "At most this many rows.")
-	o.addSortByFlag(cmd)
+	o.addSortByFlag(cmd, "{.key}")
 	return cmd
 }
 
