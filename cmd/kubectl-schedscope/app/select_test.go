@@ -30,6 +30,7 @@ func TestPodsOfAWorkloadOrASelector(t *testing.T) {
 		{name: "explain-selector-sorted", args: []string{"explain", "-l", "app=shop", "--sort-by", "{.pod.name}",
 			"-o", "custom-columns=POD:.pod.name,RESULT:.result,NODE:.selectedNode"}, wantCode: ExitPending},
 		{name: "history-selector", args: []string{"history", "-l", "app=shop"}},
+		{name: "history-selector-name", args: []string{"history", "-l", "app=shop", "-o", "name"}},
 		{name: "history-selector-sorted", args: []string{"history", "-l", "app=shop", "--sort-by", "{.finished}"}},
 		{name: "pending-selector", args: []string{"pending", "-A", "-l", "tier=batch", "-o", "custom-columns=NS:.pod.namespace,POD:.pod.name,REJECTED BY:.latest.reasons[*].plugin"}},
 		{name: "top-sorted", args: []string{"top", "plugins", "-A", "--since", "8760h", "--sort-by", ".key"}},
