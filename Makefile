@@ -151,7 +151,7 @@ krew: ## Build krew and its manifest validator (validate-krew-manifest), which c
 	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: release
-release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin and LICENSE) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
+release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin, LICENSE and its completion scripts) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
 	@rm -rf $(RELEASE_OUT)
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
 	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
