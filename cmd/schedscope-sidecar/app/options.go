@@ -115,9 +115,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; the same as --store=sqlite:///PATH.")
 	_ = fs.MarkDeprecated("db-path", "use --store=sqlite:///PATH")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
-	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
-	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest, so that no namespace's retries push the others' history out; 0 means no bound.")
-	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts; 0 means no bound. Leave room below the volume's size limit.")
+	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest; at most --retention-max-bytes / 19088 (a busy cluster's attempt on disk) when that is set; 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound. Leave room below the volume's size limit.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
@@ -244,6 +244,10 @@ func (o *Options) Validate() error {
 	}
 	if o.Retention.MaxDiskBytes < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxDiskBytes))
+	}
+	if r := o.Retention; r.MaxDiskBytes > 0 && r.MaxAttemptsPerNamespace > r.MaxDiskBytes/store.BusyAttemptBytes {
+		errs = append(errs, fmt.Errorf("--retention-max-attempts-per-namespace %d does not fit --retention-max-bytes %d: at %d bytes on disk per attempt of a busy cluster, at most %d attempts do; set at most that, or 0 to leave each namespace to its fair share of the bytes",
+			r.MaxAttemptsPerNamespace, r.MaxDiskBytes, store.BusyAttemptBytes, r.MaxDiskBytes/store.BusyAttemptBytes))
 	}
 	if o.MaxInFlightPerUser < 1 {
 		errs = append(errs, fmt.Errorf("--max-requests-in-flight-per-user %d must be at least 1", o.MaxInFlightPerUser))
