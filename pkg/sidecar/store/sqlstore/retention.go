@@ -25,34 +25,34 @@ const (
 	Bytes
 )
 
-// Usage is what one namespace of a cluster holds.
-type Usage struct {
-	Namespace       string
-	Attempts, Bytes int64
+// holding is what one namespace of a cluster holds.
+type holding struct {
+	namespace       string
+	attempts, bytes int64
 }
 
-// Of returns u's amount in m.
-func (u Usage) Of(m Measure) int64 {
+// of returns h's amount in m.
+func (h holding) of(m Measure) int64 {
 	if m == Bytes {
-		return u.Bytes
+		return h.bytes
 	}
-	return u.Attempts
+	return h.attempts
 }
 
-// NamespaceUsage returns what each of cluster's namespaces holds.
-func NamespaceUsage(ctx context.Context, q Querier, d *Dialect, cluster string) ([]Usage, error) {
+// holdings returns what each of cluster's namespaces holds.
+func holdings(ctx context.Context, q Querier, d *Dialect, cluster string) ([]holding, error) {
 	rows, err := q.QueryContext(ctx, d.bind(`SELECT namespace, COUNT(*), COALESCE(SUM(size), 0) FROM attempts WHERE cluster = ? GROUP BY namespace`), cluster)
 	if err != nil {
-		return nil, fmt.Errorf("reading the namespaces' usage: %w", err)
+		return nil, fmt.Errorf("reading what each namespace holds: %w", err)
 	}
 	defer rows.Close()
-	var out []Usage
+	var out []holding
 	for rows.Next() {
-		var u Usage
-		if err := rows.Scan(&u.Namespace, &u.Attempts, &u.Bytes); err != nil {
-			return nil, fmt.Errorf("reading the namespaces' usage: %w", err)
+		var h holding
+		if err := rows.Scan(&h.namespace, &h.attempts, &h.bytes); err != nil {
+			return nil, fmt.Errorf("reading what each namespace holds: %w", err)
 		}
-		out = append(out, u)
+		out = append(out, h)
 	}
 	return out, rows.Err()
 }
@@ -92,20 +92,20 @@ type Cutoff struct {
 // cluster within budget, and deletes nothing of a namespace within its
 // share.
 func FairCutoffs(ctx context.Context, q Querier, d *Dialect, cluster string, m Measure, budget int64) ([]Cutoff, error) {
-	usage, err := NamespaceUsage(ctx, q, d, cluster)
+	hs, err := holdings(ctx, q, d, cluster)
 	if err != nil {
 		return nil, err
 	}
-	amounts := make([]int64, len(usage))
-	for i, u := range usage {
-		amounts[i] = u.Of(m)
+	amounts := make([]int64, len(hs))
+	for i, h := range hs {
+		amounts[i] = h.of(m)
 	}
-	return Cutoffs(ctx, q, d, cluster, usage, m, FairShare(amounts, budget))
+	return cutoffs(ctx, q, d, cluster, hs, m, FairShare(amounts, budget))
 }
 
-// Cutoffs returns, for each namespace of usage holding more than share in
-// m, the cutoff that keeps its newest attempts within share.
-func Cutoffs(ctx context.Context, q Querier, d *Dialect, cluster string, usage []Usage, m Measure, share int64) ([]Cutoff, error) {
+// cutoffs returns, for each namespace of hs holding more than share in m,
+// the cutoff that keeps its newest attempts within share.
+func cutoffs(ctx context.Context, q Querier, d *Dialect, cluster string, hs []holding, m Measure, share int64) ([]Cutoff, error) {
 	// Attempts: the newest beyond the share's count. Bytes: the newest
 	// at which the namespace's bytes, newest first, exceed the share.
 	cutoff := d.bind(`SELECT id FROM attempts WHERE cluster = ? AND namespace = ? ORDER BY id DESC LIMIT 1 OFFSET ?`)
@@ -115,17 +115,17 @@ func Cutoffs(ctx context.Context, q Querier, d *Dialect, cluster string, usage [
 			WHERE newer > ? ORDER BY id DESC LIMIT 1`)
 	}
 	var out []Cutoff
-	for _, u := range usage {
-		if u.Of(m) <= share {
+	for _, h := range hs {
+		if h.of(m) <= share {
 			continue
 		}
-		c := Cutoff{Namespace: u.Namespace}
-		err := q.QueryRowContext(ctx, cutoff, cluster, u.Namespace, share).Scan(&c.ID)
+		c := Cutoff{Namespace: h.namespace}
+		err := q.QueryRowContext(ctx, cutoff, cluster, h.namespace, share).Scan(&c.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("finding where namespace %q exceeds its share: %w", u.Namespace, err)
+			return nil, fmt.Errorf("finding where namespace %q exceeds its share: %w", h.namespace, err)
 		}
 		out = append(out, c)
 	}
