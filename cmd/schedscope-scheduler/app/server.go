@@ -147,7 +147,8 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 			profiles = append(profiles, p.SchedulerName)
 		}
 		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{
-			SlowThreshold: recordOpts.SlowAttempt, FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
+			SlowThreshold: recordOpts.SlowAttempt, TraceparentAsParent: recordOpts.TraceparentAsParent,
+			FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
 			ClusterName: recordOpts.ClusterName, Transport: recordOpts.Transport,
 		}); err != nil {
 			return nil, nil, nil, fmt.Errorf("starting the tracer: %w", err)

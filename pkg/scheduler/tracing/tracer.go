@@ -29,9 +29,10 @@ const (
 	// ServiceName is the service.name of the scheduler's traces.
 	ServiceName = "schedscope-scheduler"
 	// TraceparentAnnotation, set on a pod to a W3C traceparent
-	// ("00-<trace-id>-<span-id>-<flags>"), makes every scheduling attempt of
-	// the pod a child of that span, e.g. of the span of the deployment tool
-	// that created the pod. A malformed value is ignored.
+	// ("00-<trace-id>-<span-id>-<flags>"), links every scheduling attempt of
+	// the pod to that span, e.g. to the span of the deployment tool that
+	// created the pod; with Options.TraceparentAsParent the span is the
+	// attempt's parent instead. A malformed value is ignored.
 	TraceparentAnnotation = "schedscope.io/traceparent"
 )
 
@@ -68,9 +69,14 @@ type Options struct {
 	// remembered, to link the next attempt to it. 0 means
 	// DefaultPreviousAttempts.
 	PreviousAttempts int
+	// TraceparentAsParent makes a pod's TraceparentAnnotation the parent of
+	// its attempts' root spans, so that they join the caller's trace ID.
+	// Unset, the annotation is only a link: the attempt's trace has an ID
+	// of its own, which the pod's creator cannot choose.
+	TraceparentAsParent bool
 	// FollowTraceparentSampling lets the sampled flag of a pod's
 	// TraceparentAnnotation decide whether its attempts are traced, instead
-	// of the sampling rate.
+	// of the sampling rate. It needs TraceparentAsParent.
 	FollowTraceparentSampling bool
 	// Profiles are the scheduler's profile names, set on the resource.
 	Profiles []string
@@ -100,6 +106,9 @@ type Tracer struct {
 	provider   *sdktrace.TracerProvider
 	queue      *queueProcessor
 	propagator propagation.TextMapPropagator
+	// asParent makes a pod's traceparent the parent of its attempts rather
+	// than a link.
+	asParent bool
 	// previous maps a pod UID to the root span of its last traced attempt.
 	previous *lru.Cache
 
@@ -123,6 +132,9 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	if err := validateConfig(cfg); err != nil {
 		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
 	}
+	if opts.FollowTraceparentSampling && !opts.TraceparentAsParent {
+		return nil, fmt.Errorf("following the sampled flag of a pod's traceparent needs the traceparent as the parent (TraceparentAsParent)")
+	}
 	if opts.SlowThreshold == 0 {
 		opts.SlowThreshold = DefaultSlowThreshold
 	}
@@ -137,6 +149,7 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	}
 	t := &Tracer{
 		propagator: propagation.TraceContext{},
+		asParent:   opts.TraceparentAsParent,
 		previous:   lru.New(opts.PreviousAttempts),
 	}
 	provider := opts.TracerProvider
@@ -201,8 +214,15 @@ func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 		t.skipped.Add(1)
 		return ""
 	}
-	ctx := t.parentContext(pod)
+	ctx := context.Background()
 	var links []trace.Link
+	if caller := t.callerSpan(pod); caller.IsValid() {
+		if t.asParent {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, caller)
+		} else {
+			links = append(links, trace.Link{SpanContext: caller, Attributes: []attribute.KeyValue{CallerKey.Bool(true)}})
+		}
+	}
 	if prev, ok := t.previous.Get(rec.Pod.UID); ok {
 		p := prev.(previousAttempt)
 		links = append(links, trace.Link{
@@ -225,27 +245,26 @@ func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 	return root.TraceID().String()
 }
 
-// parentContext returns a context holding the remote span of pod's
-// TraceparentAnnotation, or an empty context.
-func (t *Tracer) parentContext(pod *v1.Pod) context.Context {
-	ctx := context.Background()
+// callerSpan returns the remote span of pod's TraceparentAnnotation, or an
+// invalid span context when there is none or it is malformed.
+func (t *Tracer) callerSpan(pod *v1.Pod) trace.SpanContext {
 	if pod == nil {
-		return ctx
+		return trace.SpanContext{}
 	}
 	value, ok := pod.Annotations[TraceparentAnnotation]
 	if !ok {
-		return ctx
+		return trace.SpanContext{}
 	}
-	ctx = t.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": value})
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	ctx := t.propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": value})
+	caller := trace.SpanContextFromContext(ctx)
+	if !caller.IsValid() {
 		t.malformed.Add(1)
-		return context.Background()
 	}
-	return ctx
+	return caller
 }
 
 // MalformedTraceparents counts the pods whose TraceparentAnnotation could
-// not be parsed; their attempts were traced as new traces.
+// not be parsed; their attempts were traced without the caller's span.
 func (t *Tracer) MalformedTraceparents() uint64 {
 	if t == nil {
 		return 0
