@@ -82,6 +82,8 @@ RELEASE_OUT := $(CURDIR)/_output/release
 # make a new CA at every rendering).
 MANIFESTS_HELM_FLAGS := schedscope charts/schedscope --namespace schedscope --skip-tests \
 	--kube-version $(KUBE_NEWEST).0 --set apiService.certificate.source=certManager
+# The monitoring mixin's jsonnet sources (make mixin).
+MIXIN_SOURCES = $(shell find mixin -name '*.jsonnet' -o -name '*.libsonnet')
 # The images `make image` builds, IMAGE_PREFIX/schedscope-{scheduler,sidecar}:IMAGE_TAG,
 # with podman (hack/podman/containers.conf) from static binaries in IMAGE_OUT.
 IMAGE_PREFIX ?= ghcr.io/schedscope
@@ -124,7 +126,7 @@ kube-mod: ## Write kube/KUBE_MINOR.mod (and the example's) for K8S_RELEASE, a re
 	cd examples/custom-scheduler && $(GO) run github.com/schedscope/schedscope/hack/kubemod -kubernetes $(K8S_RELEASE)
 
 .PHONY: build-tools
-build-tools: benchstat promtool krew helm ## Build Jaeger, promtool, benchstat, krew and helm, each from its own tools module, into bin/.
+build-tools: benchstat promtool krew helm jsonnet ## Build Jaeger, promtool, benchstat, krew, helm and jsonnet, each from its own tools module, into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
@@ -133,13 +135,23 @@ promtool: ## Build promtool, which checks and unit-tests the alert rules, from i
 	@mkdir -p $(BIN)
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
+.PHONY: jsonnet
+jsonnet: ## Build jsonnet and jsonnetfmt, which render and format the monitoring mixin (mixin/), from their tools module into bin/.
+	@mkdir -p $(BIN)
+	cd tools/jsonnet && $(GO) build -o $(BIN)/ github.com/google/go-jsonnet/cmd/jsonnet github.com/google/go-jsonnet/cmd/jsonnetfmt
+
+.PHONY: mixin
+mixin: jsonnet ## Format the monitoring mixin (mixin/) and write its alert rules and dashboard into charts/schedscope/files.
+	$(BIN)/jsonnetfmt -i $(MIXIN_SOURCES)
+	$(BIN)/jsonnet -J mixin -S -m charts/schedscope/files mixin/files.jsonnet
+
 .PHONY: krew
 krew: ## Build krew and its manifest validator (validate-krew-manifest), which check the release's plugin manifest, from their tools module into bin/.
 	@mkdir -p $(BIN)
 	cd tools/krew && $(GO) build -o $(BIN)/ sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest
 
 .PHONY: release
-release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin and LICENSE) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
+release: krew ## Build the kubectl plugin's release into _output/release: archives (the plugin, LICENSE and its completion scripts) for linux and darwin on amd64 and arm64, sha256 sums and the krew manifest, validated by krew, which installs each archive. VERSION must be vMAJOR.MINOR.PATCH.
 	@rm -rf $(RELEASE_OUT)
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/release -version $(VERSION) -out $(RELEASE_OUT)
 	$(BIN)/validate-krew-manifest -manifest $(RELEASE_OUT)/schedscope.yaml -skip-install
@@ -216,7 +228,7 @@ test: build build-tools test-alerts ## Run every test: unit, integration (real e
 	$(MAKE) test-minors
 
 .PHONY: test-alerts
-test-alerts: promtool ## Check the Prometheus alert rules (charts/schedscope/files) and run their unit tests with promtool.
+test-alerts: promtool ## Check the Prometheus alert rules the mixin generates (charts/schedscope/files) and run their unit tests with promtool.
 	$(BIN)/promtool check rules charts/schedscope/files/schedscope.rules.yaml
 	$(BIN)/promtool test rules charts/schedscope/files/schedscope.rules_test.yaml
 
@@ -306,11 +318,15 @@ bench-smoke: build benchstat ## Run the overhead benchmark harness on its smalle
 	$(GO) run ./hack/bench -smoke -benchstat $(BIN)/benchstat -out $(BENCH_OUT)/smoke
 
 .PHONY: bench
-bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench.
-	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT)
+bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench and docs/performance.md.
+	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT) -doc docs/performance.md
+
+.PHONY: bench-doc
+bench-doc: ## Write the results of the last make bench, in _output/bench, into docs/performance.md without measuring.
+	$(GO) run ./hack/bench -report-only -out $(BENCH_OUT) -doc docs/performance.md
 
 .PHONY: verify
-verify: golangci-lint helm ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code: plugin shapes, the chart's README and manifests/.
+verify: golangci-lint helm jsonnet ## Lint (golangci-lint, .golangci.yml), check go.mod tidiness and generated code: plugin shapes, the mixin's files, the chart's README and manifests/.
 	$(BIN)/golangci-lint run ./...
 	cd examples/custom-scheduler && $(BIN)/golangci-lint run ./... && $(GO) mod tidy -diff
 	$(GO) mod tidy -diff
@@ -321,10 +337,15 @@ verify: golangci-lint helm ## Lint (golangci-lint, .golangci.yml), check go.mod 
 	cd tools/golangci-lint && $(GO) mod tidy -diff
 	cd tools/krew && $(GO) mod tidy -diff
 	cd tools/helm && $(GO) mod tidy -diff
+	cd tools/jsonnet && $(GO) mod tidy -diff
 	@for m in $(KUBE_MINORS); do f=zz_generated.shapes_$$(echo $$m | tr . _)_test.go; \
 		$(GO) run ./hack/shapegen -minor $$m -out /tmp/$$f.new && \
 		diff -u pkg/scheduler/observe/$$f /tmp/$$f.new || { echo "plugin shapes out of date: make generate"; exit 1; }; done
-	@mkdir -p $(CURDIR)/_output
+	@$(BIN)/jsonnetfmt --test $(MIXIN_SOURCES) || { echo "the mixin's sources are not formatted: make mixin"; exit 1; }
+	@rm -rf $(CURDIR)/_output/mixin && mkdir -p $(CURDIR)/_output/mixin
+	@$(BIN)/jsonnet -J mixin -S -m $(CURDIR)/_output/mixin mixin/files.jsonnet >/dev/null && \
+		( for f in $$(ls $(CURDIR)/_output/mixin); do diff -u charts/schedscope/files/$$f $(CURDIR)/_output/mixin/$$f || exit 1; done ) || \
+		{ echo "charts/schedscope/files differs from the mixin's rendering: make mixin"; exit 1; }
 	@$(GO) run ./hack/chartdoc -chart charts/schedscope -out $(CURDIR)/_output/chart-README.md && \
 		diff -u charts/schedscope/README.md $(CURDIR)/_output/chart-README.md || { echo "the chart's README is out of date: make chart-docs"; exit 1; }
 	@$(BIN)/helm template $(MANIFESTS_HELM_FLAGS) > $(CURDIR)/_output/schedscope.yaml && \

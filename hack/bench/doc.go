@@ -24,4 +24,12 @@
 // stime of /proc/<pid>/stat) and peak RSS (VmHWM) and the throughput of
 // each run are lines in process.txt, which benchstat compares (-col /mode).
 // -parts selects the parts to run.
+//
+// When and on what the run measured (the machine, the Go and Kubernetes
+// versions, schedscope's commit) is saved in environment.json. With -doc,
+// the run's environment and benchstat.txt's sections replace the results
+// between the markers of the performance page; -report-only writes them
+// from an existing -out without measuring:
+//
+//	go run ./hack/bench -report-only -out _output/bench -doc docs/performance.md
 package main

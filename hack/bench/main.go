@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 type options struct {
@@ -23,6 +24,8 @@ type options struct {
 	only         string
 	parts        string
 	smoke        bool
+	doc          string
+	reportOnly   bool
 }
 
 func main() {
@@ -35,13 +38,19 @@ func main() {
 	flag.StringVar(&o.only, "workload", "", "run only the workloads whose name contains this")
 	flag.StringVar(&o.parts, "parts", "perf,process,micro", "comma-separated parts to run: perf (scheduler_perf, in one process), process (the scheduler in its own process), micro (the micro-benchmarks)")
 	flag.BoolVar(&o.smoke, "smoke", false, "run the smallest workload once in each mode, and the process benchmark on 50 nodes, requiring every attempt recorded and read back, and skip the micro-benchmarks")
+	flag.StringVar(&o.doc, "doc", "", "the performance page whose results (between its markers) to replace by this run's; none if empty")
+	flag.BoolVar(&o.reportOnly, "report-only", false, "measure nothing: write the results of the run whose output is in -out to -doc")
 	flag.Parse()
 	if err := o.Validate(); err != nil {
 		log.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := o.Run(ctx); err != nil {
+	run := o.Run
+	if o.reportOnly {
+		run = func(context.Context) error { return writePage(o.out, o.doc) }
+	}
+	if err := run(ctx); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -55,14 +64,34 @@ func (o *options) Validate() error {
 			return fmt.Errorf("-parts=%q: %q is none of perf, process and micro", o.parts, p)
 		}
 	}
+	if o.smoke && o.doc != "" {
+		return fmt.Errorf("-smoke with -doc=%q: a smoke run writes only to -out", o.doc)
+	}
+	if o.reportOnly && o.doc == "" {
+		return fmt.Errorf("-report-only without -doc: nothing to write")
+	}
+	if o.doc != "" {
+		if err := resultsPart.Check(o.doc); err != nil {
+			return fmt.Errorf("-doc: %w", err)
+		}
+	}
+	if o.reportOnly {
+		return nil
+	}
 	if _, err := exec.LookPath(o.benchstat); err != nil {
 		return fmt.Errorf("-benchstat: %w (make build-tools builds it)", err)
 	}
 	return nil
 }
 
-// Run builds the benchmark, measures, and reports.
+// Run builds the benchmark, measures, and reports; with -doc it writes
+// the results to the page.
 func (o *options) Run(ctx context.Context) error {
+	env, err := currentEnvironment(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	env.Parts, env.Workload, env.Count, env.ProcessCount = o.parts, o.only, o.count, o.processCount
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -71,7 +100,7 @@ func (o *options) Run(ctx context.Context) error {
 		return err
 	}
 	defer raw.Close()
-	report, err := os.Create(filepath.Join(o.out, "benchstat.txt"))
+	report, err := os.Create(filepath.Join(o.out, reportFile))
 	if err != nil {
 		return err
 	}
@@ -109,8 +138,18 @@ func (o *options) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := report.Close(); err != nil {
+		return err
+	}
+	env.Finished = time.Now().UTC()
+	if err := writeEnvironment(filepath.Join(o.out, environmentFile), env); err != nil {
+		return err
+	}
 	log.Printf("results in %s", o.out)
-	return report.Close()
+	if o.doc == "" {
+		return nil
+	}
+	return writePage(o.out, o.doc)
 }
 
 // runs reports whether part is to be run.

@@ -140,12 +140,12 @@ func readProcessRuns(path string) ([]processrun.Run, error) {
 // against plain, and what the sidecar and the OTLP receiver cost in their
 // own processes.
 func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processrun.Run) error {
-	fmt.Fprintln(w, "\nEach scheduler in its own process (test/bench TestProcessCost), each mode against plain kube-scheduler: throughput, the scheduler process's CPU time (user and system, /proc/<pid>/stat) per measured pod from its readiness until its work on them was done, and its peak RSS (VmHWM); the sidecar and the OTLP receiver run in processes of their own, not counted")
+	processAgainstPlain.start(w)
 	if err := command(ctx, w, benchstat, "-col", "/mode", processFile); err != nil {
 		return fmt.Errorf("benchstat: %w", err)
 	}
 	printRatios(w, runs)
-	fmt.Fprintln(w, "\nThe other processes of the observed modes, medians: the sidecar following the record stream into SQLite, the OTLP receiver counting spans (CPU time over their whole life)")
+	processOthers.start(w)
 	keys, byKey := groupRuns(runs)
 	for _, k := range keys {
 		if k.mode == "plain" {
@@ -201,7 +201,7 @@ var processMetrics = []struct {
 // are interleaved, so a round's runs share the machine's state).
 func printRatios(w io.Writer, runs []processrun.Run) {
 	keys, byKey := groupRuns(runs)
-	fmt.Fprintln(w, "\nThe same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round")
+	processRatios.start(w)
 	for _, k := range keys {
 		rs, plain := byKey[k], byKey[runKey{k.workload, "plain"}]
 		fmt.Fprintf(w, "%s/mode=%s (%d runs):", k.workload, k.mode, len(rs))

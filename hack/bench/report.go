@@ -13,14 +13,76 @@ import (
 	"strings"
 )
 
+// section is a part of the report: the line that introduces it in
+// benchstat.txt, and its heading on the performance page.
+type section struct{ title, heading string }
+
+// The report's sections.
+var (
+	perfAgainstPlain = section{
+		"Each mode against plain kube-scheduler: throughput, the scheduler's average time per scheduled attempt (scheduler_scheduling_attempt_duration_seconds, from popping the pod to its binding), peak heap (in-process kube-apiserver included) and the benchmark process's CPU time",
+		"scheduler_perf, in one process: each mode against plain",
+	}
+	perfAgainstRecording = section{
+		"The collector modes against recording (tracing off)",
+		"scheduler_perf: the collector modes against recording",
+	}
+	perfRecords = section{
+		"Records written in the observed modes, and lost (not read back from the record stream, or dropped)",
+		"scheduler_perf: records written and lost",
+	}
+	processAgainstPlain = section{
+		"Each scheduler in its own process (test/bench TestProcessCost), each mode against plain kube-scheduler: throughput, the scheduler process's CPU time (user and system, /proc/<pid>/stat) per measured pod from its readiness until its work on them was done, and its peak RSS (VmHWM); the sidecar and the OTLP receiver run in processes of their own, not counted",
+		"Each scheduler in its own process: each mode against plain",
+	}
+	processRatios = section{
+		"The same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round",
+		"Each scheduler in its own process: ratios to plain, round by round",
+	}
+	processOthers = section{
+		"The other processes of the observed modes, medians: the sidecar following the record stream into SQLite, the OTLP receiver counting spans (CPU time over their whole life)",
+		"Each scheduler in its own process: the sidecar and the OTLP receiver",
+	}
+	microRecorder = section{
+		"Recorder and tracer micro-benchmarks (per node-plugin call; per 5000-node record built, encoded, added to the stream's buffer and observed into the metrics; per attempt traced; all but the first off the scheduling path):",
+		"Recorder and tracer micro-benchmarks",
+	}
+	microFollow = section{
+		"Sidecar ingest of 5000-node records, stream to SQLite (BenchmarkFollow):",
+		"Sidecar ingest, stream to SQLite",
+	}
+	microStores = section{
+		"Store ingest of 5000-node records, SQLite against PostgreSQL written by 1 and 3 sidecars at once (BenchmarkIngest):",
+		"Store ingest, SQLite against PostgreSQL",
+	}
+	microAPI = section{
+		"The API's latency at a million stored attempts, SQLite against PostgreSQL (BenchmarkAPIAtScale):",
+		"The API at a million stored attempts",
+	}
+	microIngestAgainstPeak = section{
+		"Ingest rates against the scheduler's peak throughput at 5000 nodes:",
+		"Ingest against the scheduler's peak",
+	}
+)
+
+// sections are the report's sections in the order it prints them.
+var sections = []section{
+	perfAgainstPlain, perfAgainstRecording, perfRecords,
+	processAgainstPlain, processRatios, processOthers,
+	microRecorder, microFollow, microStores, microAPI, microIngestAgainstPeak,
+}
+
+// start prints the line that introduces the section, after an empty line.
+func (s section) start(w io.Writer) { fmt.Fprintln(w, "\n"+s.title) }
+
 // compare prints benchstat's tables of perf: every mode against plain,
 // then the collector modes against recording, tracing off.
 func compare(ctx context.Context, w io.Writer, benchstat, perf string) error {
-	fmt.Fprintln(w, "\nEach mode against plain kube-scheduler: throughput, the scheduler's average time per scheduled attempt (scheduler_scheduling_attempt_duration_seconds, from popping the pod to its binding), peak heap (in-process kube-apiserver included) and the benchmark process's CPU time")
+	perfAgainstPlain.start(w)
 	if err := command(ctx, w, benchstat, "-col", "/mode", perf); err != nil {
 		return fmt.Errorf("benchstat: %w", err)
 	}
-	fmt.Fprintln(w, "\nThe collector modes against recording (tracing off)")
+	perfAgainstRecording.start(w)
 	if err := command(ctx, w, benchstat, "-col", "/mode@(recording collector-down collector-slow)", perf); err != nil {
 		return fmt.Errorf("benchstat: %w", err)
 	}
@@ -30,7 +92,7 @@ func compare(ctx context.Context, w io.Writer, benchstat, perf string) error {
 // printRecords prints the attempts recorded and lost in the observed
 // modes of each workload.
 func (s *summary) printRecords(w io.Writer) {
-	fmt.Fprintln(w, "\nRecords written in the observed modes, and lost (not read back from the record stream, or dropped)")
+	perfRecords.start(w)
 	for _, name := range s.workloads {
 		fmt.Fprintf(w, "%s: %d written, %d lost\n", name, s.records[name], s.lost[name])
 	}
@@ -47,7 +109,7 @@ func micro(ctx context.Context, table, raw io.Writer, microFile string, peak flo
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintln(table, "\nRecorder and tracer micro-benchmarks (per node-plugin call; per 5000-node record built, encoded, added to the stream's buffer and observed into the metrics; per attempt traced; all but the first off the scheduling path):")
+	microRecorder.start(table)
 	// -p 1: go test would otherwise run two packages' benchmarks at once,
 	// each taking the other's core.
 	bench := exec.CommandContext(ctx, "go", "test", "-p", "1", "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "2s",
@@ -57,26 +119,27 @@ func micro(ctx context.Context, table, raw io.Writer, microFile string, peak flo
 		return fmt.Errorf("micro-benchmarks: %w", err)
 	}
 
-	fmt.Fprintln(table, "\nSidecar ingest of 5000-node records, stream to SQLite (BenchmarkFollow):")
+	microFollow.start(table)
 	var ingest bytes.Buffer
 	follow := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkFollow", "-benchtime", "2000x", "./pkg/sidecar/follow")
 	follow.Stdout, follow.Stderr = io.MultiWriter(table, f, &ingest), raw
 	if err := follow.Run(); err != nil {
 		return fmt.Errorf("ingest benchmark: %w", err)
 	}
-	fmt.Fprintln(table, "\nStore ingest of 5000-node records, SQLite against PostgreSQL written by 1 and 3 sidecars at once (BenchmarkIngest):")
+	microStores.start(table)
 	stores := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkIngest", "-benchtime", "1000x", "./pkg/sidecar/store/postgres")
 	stores.Stdout, stores.Stderr = io.MultiWriter(table, f, &ingest), raw
 	if err := stores.Run(); err != nil {
 		return fmt.Errorf("store ingest benchmark: %w", err)
 	}
-	fmt.Fprintln(table, "\nThe API's latency at a million stored attempts, SQLite against PostgreSQL (BenchmarkAPIAtScale):")
+	microAPI.start(table)
 	api := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkAPIAtScale", "-benchtime", "500x", "-timeout", "60m", "./pkg/sidecar/store/postgres")
 	api.Stdout, api.Stderr = io.MultiWriter(table, f), raw
 	if err := api.Run(); err != nil {
 		return fmt.Errorf("API benchmark: %w", err)
 	}
 	if peak > 0 {
+		microIngestAgainstPeak.start(table)
 		rates := recordsPerSecond(ingest.String())
 		for _, name := range slices.Sorted(maps.Keys(rates)) {
 			rate := rates[name]

@@ -9,7 +9,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,13 +19,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/schedscope/schedscope/hack/internal/generated"
 )
 
-// The markers around the generated matrix in a file.
-const (
-	beginMarker = "<!-- compatibility matrix: written by make matrix -->\n"
-	endMarker   = "<!-- end of compatibility matrix -->\n"
-)
+// matrixPart is the matrix in a file, between its markers.
+var matrixPart = generated.Part{
+	Begin: "<!-- compatibility matrix: written by make matrix -->",
+	End:   "<!-- end of compatibility matrix -->",
+}
 
 // checks are the matrix's test columns: a column passes when each of its
 // tests passed.
@@ -53,7 +54,7 @@ func main() {
 		if file == "" {
 			continue
 		}
-		if err := replaceMatrix(file, table); err != nil {
+		if err := matrixPart.Replace(file, table); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -242,22 +243,4 @@ func compatCells(path string) (files, records string, err error) {
 		records = "-"
 	}
 	return files, records, nil
-}
-
-// replaceMatrix replaces the text between the markers in file by table.
-func replaceMatrix(file, table string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	begin := bytes.Index(data, []byte(beginMarker))
-	end := bytes.Index(data, []byte(endMarker))
-	if begin < 0 || end < begin {
-		return fmt.Errorf("%s has no matrix markers (%q ... %q)", file, strings.TrimSpace(beginMarker), strings.TrimSpace(endMarker))
-	}
-	var out bytes.Buffer
-	out.Write(data[:begin+len(beginMarker)])
-	out.WriteString(table)
-	out.Write(data[end:])
-	return os.WriteFile(file, out.Bytes(), 0o644)
 }

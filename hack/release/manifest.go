@@ -1,6 +1,11 @@
 package main
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // plugin is a krew plugin manifest (krew.googlecontainertools.github.com/
 // v1alpha2 Plugin), the fields a release sets; krew's own validation checks
@@ -15,6 +20,7 @@ type plugin struct {
 		Homepage         string         `json:"homepage"`
 		ShortDescription string         `json:"shortDescription"`
 		Description      string         `json:"description"`
+		Caveats          string         `json:"caveats"`
 		Platforms        []platformSpec `json:"platforms"`
 	} `json:"spec"`
 }
@@ -35,24 +41,50 @@ type fileOperation struct {
 	To   string `json:"to"`
 }
 
-// archiveFiles are the files of each archive, in order: the plugin and
-// its license, which krew's index requires.
-var archiveFiles = []string{binary, license}
-
-// installedFiles are the file operations that install archiveFiles.
+// installedFiles are the file operations that install an archive's
+// files (archiveFiles): each into the same directory of the plugin's
+// installation directory.
 func installedFiles() []fileOperation {
 	var ops []fileOperation
+	dirs := map[string]bool{}
 	for _, f := range archiveFiles {
-		ops = append(ops, fileOperation{From: f, To: "."})
+		dir, _, ok := strings.Cut(f.name, "/")
+		switch {
+		case !ok:
+			ops = append(ops, fileOperation{From: f.name, To: "."})
+		case !dirs[dir]:
+			dirs[dir] = true
+			ops = append(ops, fileOperation{From: dir + "/*", To: dir})
+		}
 	}
 	return ops
+}
+
+// caveats is what krew prints after installing version: what the cluster
+// needs, and how to turn on shell completion from the installed files.
+func caveats(version string) string {
+	store := fmt.Sprintf(`${KREW_ROOT:-$HOME/.krew}/store/%s/%s`, pluginName, version)
+	return fmt.Sprintf(`kubectl schedscope reads what schedscope recorded: the cluster must run
+schedscope (its Helm chart charts/schedscope: the scheduler, the sidecar
+and the APIService v1alpha1.schedscope.io), and only pods whose
+spec.schedulerName is one of its profiles are recorded. See
+  %[1]s/blob/main/docs/deploy.md
+  %[1]s/blob/main/docs/sidecar.md#kubectl-plugin
+
+Shell completion of "kubectl schedscope" (kubectl 1.26 and later): put
+%[3]s on your PATH, e.g.
+  ln -s "%[2]s/%[3]s" "${KREW_ROOT:-$HOME/.krew}/bin/"
+Of %[4]s run by itself, in bash or zsh:
+  source "%[2]s/%[5]s"
+  source "%[2]s/%[6]s"
+`, homepage, store, kubectlComplete, binary, bashCompletion, zshCompletion)
 }
 
 func newManifest(version string) *plugin {
 	p := &plugin{TypeMeta: metav1.TypeMeta{APIVersion: "krew.googlecontainertools.github.com/v1alpha2", Kind: "Plugin"}}
 	p.Metadata.Name = pluginName
 	p.Spec.Version = version
-	p.Spec.Homepage = "https://github.com/schedscope/schedscope"
+	p.Spec.Homepage = homepage
 	p.Spec.ShortDescription = "Explain why the scheduler placed a pod"
 	p.Spec.Description = `Explains the decisions of schedscope-scheduler (kube-scheduler with every
 plugin observed) for a pod: each node's Filter verdict with the plugin and
@@ -64,5 +96,6 @@ credentials: you see the pods and nodes your RBAC lets you list.
   kubectl schedscope explain pod/web-1 -n shop
   kubectl schedscope pending
 `
+	p.Spec.Caveats = caveats(version)
 	return p
 }

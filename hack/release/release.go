@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +17,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedscope/schedscope/cmd/kubectl-schedscope/app"
 )
 
 const (
@@ -25,12 +29,34 @@ const (
 	binary = "kubectl-schedscope"
 	// license is the repository's license file, shipped in every archive.
 	license = "LICENSE"
+	// kubectlComplete is the script kubectl (1.26 and later) runs from the
+	// PATH to complete "kubectl schedscope".
+	kubectlComplete = "kubectl_complete-schedscope"
+	// bashCompletion and zshCompletion are the plugin's completion
+	// scripts of kubectl-schedscope run by itself, as its completion
+	// command generates them.
+	bashCompletion = "completion/kubectl-schedscope.bash"
+	zshCompletion  = "completion/kubectl-schedscope.zsh"
+	// homepage is the project's repository.
+	homepage = "https://github.com/schedscope/schedscope"
 	// pluginName is the plugin's name in krew, and its manifest's file
 	// name without ".yaml".
 	pluginName = "schedscope"
 	// DefaultURL is where a release's assets are downloaded from.
 	DefaultURL = "https://github.com/schedscope/schedscope/releases/download/{version}"
 )
+
+// archiveFile is a file of each archive: its name there and its mode.
+type archiveFile struct {
+	name string
+	mode int64
+}
+
+// archiveFiles are the files of each archive, in order: the plugin, its
+// license (which krew's index requires) and its completion scripts.
+var archiveFiles = []archiveFile{
+	{binary, 0o755}, {license, 0o644}, {kubectlComplete, 0o755}, {bashCompletion, 0o644}, {zshCompletion, 0o644},
+}
 
 // DefaultPlatforms are the GOOS/GOARCH pairs of a release.
 var DefaultPlatforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
@@ -107,9 +133,9 @@ func Build(opts Options) ([]string, error) {
 }
 
 // buildArchive builds the plugin for goos/goarch, static and without local
-// paths, with the version stamped, and writes it with the license
-// (archiveFiles) into a tar.gz whose bytes depend only on those files and
-// mtime.
+// paths, with the version stamped, and writes it with the license and the
+// completion scripts (archiveFiles) into a tar.gz whose bytes depend only
+// on those files and mtime.
 func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) error {
 	dir, err := os.MkdirTemp("", "release-")
 	if err != nil {
@@ -125,16 +151,24 @@ func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) e
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build: %w", err)
 	}
+	if err := writeCompletions(dir); err != nil {
+		return err
+	}
+	sources := map[string]string{
+		binary:          filepath.Join(dir, binary),
+		license:         filepath.Join(opts.ModuleDir, license),
+		kubectlComplete: filepath.Join(opts.ModuleDir, "cmd", binary, kubectlComplete),
+		bashCompletion:  filepath.Join(dir, bashCompletion),
+		zshCompletion:   filepath.Join(dir, zshCompletion),
+	}
 	out, err := os.Create(archive)
 	if err != nil {
 		return err
 	}
 	gz := gzip.NewWriter(out)
 	tw := tar.NewWriter(gz)
-	modes := map[string]int64{binary: 0o755, license: 0o644}
-	sources := map[string]string{binary: filepath.Join(dir, binary), license: filepath.Join(opts.ModuleDir, license)}
-	for _, name := range archiveFiles {
-		if err := addFile(tw, name, sources[name], modes[name], mtime); err != nil {
+	for _, f := range archiveFiles {
+		if err := addFile(tw, f.name, sources[f.name], f.mode, mtime); err != nil {
 			return err
 		}
 	}
@@ -145,6 +179,26 @@ func buildArchive(opts Options, goos, goarch, archive string, mtime time.Time) e
 		return err
 	}
 	return out.Close()
+}
+
+// writeCompletions writes the plugin's bash and zsh completion scripts
+// into dir, as "kubectl-schedscope completion bash|zsh" prints them.
+func writeCompletions(dir string) error {
+	cmd := app.NewCommand(genericiooptions.NewTestIOStreamsDiscard())
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(bashCompletion)), 0o755); err != nil {
+		return err
+	}
+	var bash, zsh bytes.Buffer
+	if err := cmd.GenBashCompletionV2(&bash, true); err != nil {
+		return fmt.Errorf("bash completion: %w", err)
+	}
+	if err := cmd.GenZshCompletion(&zsh); err != nil {
+		return fmt.Errorf("zsh completion: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, bashCompletion), bash.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, zshCompletion), zsh.Bytes(), 0o644)
 }
 
 // addFile writes the file at path into tw as name, with mode and mtime.

@@ -35,9 +35,10 @@ func tool(t *testing.T, name string) string {
 // TestReleaseInstallsWithKrew builds the release of this machine's
 // platform (the full matrix is make release's), checks the sums and has
 // krew's own tools validate the manifest and install the plugin from the
-// archive (the plugin and the LICENSE), which must then report the
-// stamped version; an archive that is not the one the manifest pins is
-// refused.
+// archive (the plugin, the LICENSE and the completion scripts), which
+// must then report the stamped version; the caveats say what the cluster
+// needs and where the completion scripts are; an archive that is not the
+// one the manifest pins is refused.
 func TestReleaseInstallsWithKrew(t *testing.T) {
 	validate, krew := tool(t, "validate-krew-manifest"), tool(t, "krew")
 	out := t.TempDir()
@@ -65,7 +66,8 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	if want := sum + "  " + filepath.Base(archive) + "\n"; string(sums) != want {
 		t.Errorf("sums file %q, want %q", sums, want)
 	}
-	if diff := cmp.Diff([]string{"kubectl-schedscope", "LICENSE"}, archiveNames(t, archive)); diff != "" {
+	wantNames := []string{"kubectl-schedscope", "LICENSE", "kubectl_complete-schedscope", "completion/kubectl-schedscope.bash", "completion/kubectl-schedscope.zsh"}
+	if diff := cmp.Diff(wantNames, archiveNames(t, archive)); diff != "" {
 		t.Errorf("archive's files (-want +got):\n%s", diff)
 	}
 	var manifest plugin
@@ -78,11 +80,18 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	}
 	wantPlatform := platformSpec{
 		Selector: manifest.Spec.Platforms[0].Selector, Sha256: sum, Bin: "kubectl-schedscope",
-		Files: []fileOperation{{From: "kubectl-schedscope", To: "."}, {From: "LICENSE", To: "."}},
+		Files: []fileOperation{{From: "kubectl-schedscope", To: "."}, {From: "LICENSE", To: "."}, {From: "kubectl_complete-schedscope", To: "."}, {From: "completion/*", To: "completion"}},
 		URI:   "https://github.com/schedscope/schedscope/releases/download/" + version + "/" + filepath.Base(archive),
 	}
 	if diff := cmp.Diff([]platformSpec{wantPlatform}, manifest.Spec.Platforms); diff != "" {
 		t.Errorf("manifest platforms (-want +got):\n%s", diff)
+	}
+	store := "${KREW_ROOT:-$HOME/.krew}/store/schedscope/" + version
+	for _, want := range []string{"charts/schedscope", "docs/deploy.md", "spec.schedulerName",
+		`ln -s "` + store + `/kubectl_complete-schedscope"`, `source "` + store + `/completion/kubectl-schedscope.bash"`} {
+		if !strings.Contains(manifest.Spec.Caveats, want) {
+			t.Errorf("caveats do not say %q:\n%s", want, manifest.Spec.Caveats)
+		}
 	}
 	if got := manifest.Spec.Platforms[0].Selector.MatchLabels; got["os"] != runtime.GOOS || got["arch"] != runtime.GOARCH || len(got) != 2 {
 		t.Errorf("selector %v, want os=%s arch=%s", got, runtime.GOOS, runtime.GOARCH)
@@ -120,6 +129,16 @@ func TestReleaseInstallsWithKrew(t *testing.T) {
 	installedLicense := readFile(t, filepath.Join(root, "store", "schedscope", version, "LICENSE"))
 	if string(installedLicense) != string(readFile(t, filepath.Join(repoRoot(), "LICENSE"))) {
 		t.Errorf("krew installed a LICENSE other than the repository's")
+	}
+
+	installed := filepath.Join(root, "store", "schedscope", version)
+	for shell, want := range map[string]string{"bash": "# bash completion V2 for kubectl-schedscope", "zsh": "#compdef kubectl-schedscope"} {
+		if script := readFile(t, filepath.Join(installed, "completion", "kubectl-schedscope."+shell)); !strings.HasPrefix(string(script), want) {
+			t.Errorf("installed %s completion starts %.60q, want %q", shell, script, want)
+		}
+	}
+	if complete := readFile(t, filepath.Join(installed, "kubectl_complete-schedscope")); !strings.Contains(string(complete), "exec kubectl-schedscope __complete") {
+		t.Errorf("installed kubectl_complete-schedscope:\n%s", complete)
 	}
 
 	tampered := filepath.Join(t.TempDir(), filepath.Base(archive))

@@ -52,6 +52,9 @@ func TestInvalidValues(t *testing.T) {
 		{"credentials without a key", []string{"serviceMonitor.authorization.credentials.name=prometheus-token"}, "at '/serviceMonitor/authorization/credentials': missing property 'key'"},
 		{"global not an object", []string{"global=3"}, "at '/global': got number, want object"},
 		{"test image without a repository", []string{"test.image.repository="}, "at '/test/image/repository'"},
+		{"cluster label not a label name", []string{"prometheusRule.clusterLabel=k8s-cluster"}, "at '/prometheusRule/clusterLabel'"},
+		{"selector with its braces", []string{"prometheusRule.schedulerSelector=up{job=\"x\"}"}, "at '/prometheusRule/schedulerSelector'"},
+		{"runbook URL not a URL", []string{"prometheusRule.runbookURL=docs/runbooks.md"}, "at '/prometheusRule/runbookURL'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

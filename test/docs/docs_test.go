@@ -1,5 +1,5 @@
 // Package docs checks that the operator documentation names only flags
-// and metrics that exist.
+// and metrics that exist, and that the runbooks are those of the alerts.
 package docs
 
 import (

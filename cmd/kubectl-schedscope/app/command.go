@@ -39,6 +39,11 @@ type Options struct {
 	ClusterName string
 	// NoHeaders leaves out the tables' header rows.
 	NoHeaders bool
+	// Selector keeps the pods of this label selector (-l), as the
+	// kube-apiserver lists them for the user.
+	Selector string
+	// SortBy sorts a list's items by this JSONPath (--sort-by).
+	SortBy string
 
 	genericiooptions.IOStreams
 
@@ -69,6 +74,9 @@ func (o *Options) Validate() error {
 		if errs := validation.IsDNS1123Label(o.ClusterName); len(errs) > 0 {
 			return usageErrorf("--cluster-name %q is not a cluster name (a DNS-1123 label): %s", o.ClusterName, strings.Join(errs, "; "))
 		}
+	}
+	if err := o.validateSelection(); err != nil {
+		return err
 	}
 	if o.tableOutput() {
 		return nil

@@ -167,6 +167,7 @@ func TestExplainTable(t *testing.T) {
 Attempt:  1 (profile default-scheduler, finished 2026-01-02T03:04:05Z)
 Result:   scheduled
 Node:     big-2
+Margin:   big-2 beat big-3 by 80: ImageLocality +50, NodeResourcesFit +30
 Trace:    4bf92f3577b34da6a3ce929d0e0e4736
 Nodes:    7 total, 6 evaluated, 3 feasible
 Detail:   NUMATopology: the pod asks for one NUMA zone

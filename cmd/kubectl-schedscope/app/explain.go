@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
@@ -34,7 +37,9 @@ const (
 
 type explainOptions struct {
 	*Options
-	pod      string
+	pod string
+	// workload is a TYPE/NAME argument other than a pod's (deploy/web).
+	workload string
 	node     string
 	attempt  int
 	allNodes bool
@@ -46,7 +51,7 @@ type explainOptions struct {
 func newExplainCommand(o *Options) *cobra.Command {
 	e := &explainOptions{Options: o}
 	cmd := &cobra.Command{
-		Use:   "explain pod/NAME [-n NAMESPACE]",
+		Use:   "explain (pod/NAME | TYPE/NAME | -l SELECTOR) [-n NAMESPACE]",
 		Short: "Explain where a pod was (not) scheduled and why",
 		Long: `Print the latest scheduling attempt of a pod: the nodes grouped by verdict,
 what would make an unschedulable pod fit, and the top feasible nodes (the
@@ -56,11 +61,31 @@ the rejected nodes grouped by the plugin that rejected them, then the nodes
 never evaluated; --verdict keeps the nodes of one verdict. -o wide adds
 each score plugin's column.
 
+A scheduled pod's Margin line says why the chosen node beat the
+runner-up, the scored node with the next highest total: by how much, and
+the score plugins whose weighted scores made the difference.
+
 With --node, say why the pod did (not) land on that node.
 
-Exit codes: 0 the pod is scheduled, 3 it is pending, 4 no attempt is
-recorded, 2 usage, 1 other errors.`,
+Of a workload (deploy/web, deployment/web, rs/NAME, sts/db,
+statefulset/db, ds/NAME, job/train, rc/NAME), or of the pods a label
+selector matches (-l app=web), read the pods with your credentials and
+print their latest attempts grouped: how many pods had each outcome, the
+nodes of the scheduled ones, the plugins that rejected nodes and the
+message of the others, and the pods without a recorded attempt with their
+spec.schedulerName; -o wide adds the pods' names, -o json and -o yaml
+give the latest attempts as items, --sort-by orders them.
+
+When no attempt of a pod is recorded, the error says the pod's
+spec.schedulerName (read with your credentials): schedscope records only
+the pods of its scheduler's profiles.
+
+Exit codes: 0 the pod is scheduled (of a workload: every pod with a
+recorded attempt), 3 it is pending (any pod), 4 no attempt is recorded,
+2 usage, 1 other errors.`,
 		Example: `  kubectl schedscope explain pod/web-0 -n shop
+  kubectl schedscope explain deploy/web -n shop
+  kubectl schedscope explain -l app=web -n shop -o wide
   kubectl schedscope explain pod/web-0 -n shop --node node-7
   kubectl schedscope explain pod/web-0 -n shop --verdict rejected --limit 50 -o wide
   kubectl schedscope explain pod/web-0 -n shop -o json`,
@@ -78,17 +103,37 @@ recorded, 2 usage, 1 other errors.`,
 	cmd.Flags().StringVar(&e.verdict, "verdict", "", "Print only the nodes of this verdict: feasible, rejected or not-evaluated.")
 	_ = cmd.RegisterFlagCompletionFunc("verdict", fixedCompletion(verdictFeasible, verdictRejected, verdictNotEvaluated))
 	cmd.ValidArgsFunction = o.completePods
+	o.addSelectorFlag(cmd)
+	o.addSortByFlag(cmd, "{.pod.name}")
 	cmd.Flags().IntVar(&e.limit, "limit", 0, fmt.Sprintf("Print at most this many nodes (default %d feasible nodes; with --all-nodes or --verdict, all).", defaultNodes))
 	return cmd
 }
 
 func (e *explainOptions) complete(args []string) error {
-	if len(args) != 1 {
-		return usageErrorf("explain takes one argument, pod/NAME; got %d", len(args))
+	switch {
+	case e.Selector != "" && len(args) > 0:
+		return usageErrorf("explain takes pod/NAME, TYPE/NAME or -l SELECTOR, not both")
+	case e.Selector == "" && len(args) != 1:
+		return usageErrorf("explain takes one argument, pod/NAME or TYPE/NAME (deploy/web); got %d", len(args))
+	case e.Selector != "":
+	case isPodArg(args[0]):
+		name, err := parsePodArg(args[0])
+		if err != nil {
+			return err
+		}
+		e.pod = name
+	default:
+		kind, name, _ := strings.Cut(args[0], "/")
+		if kind == "" || name == "" || strings.Contains(name, "/") {
+			return usageErrorf("argument %q: want pod/NAME or TYPE/NAME (deploy/web)", args[0])
+		}
+		e.workload = args[0]
 	}
-	name, err := parsePodArg(args[0])
-	if err != nil {
-		return err
+	if e.pod == "" && (e.node != "" || e.attempt != 0 || e.allNodes || e.verdict != "" || e.limit != 0 || e.wait != 0) {
+		return usageErrorf("--node, --attempt, --all-nodes, --verdict, --limit and --wait explain one pod: not with %s", cmp.Or(e.workload, "-l"))
+	}
+	if e.pod != "" && e.SortBy != "" {
+		return usageErrorf("--sort-by sorts the pods of a workload or of -l: not with pod/%s", e.pod)
 	}
 	if e.attempt < 0 {
 		return usageErrorf("--attempt %d: must be at least 1", e.attempt)
@@ -104,7 +149,6 @@ func (e *explainOptions) complete(args []string) error {
 	if e.wait < 0 {
 		return usageErrorf("--wait %s: must not be negative", e.wait)
 	}
-	e.pod = name
 	return e.Validate()
 }
 
@@ -125,6 +169,9 @@ func (e *explainOptions) run(ctx context.Context) error {
 	ns, err := e.namespace()
 	if err != nil {
 		return err
+	}
+	if e.pod == "" {
+		return e.runPods(ctx, ns)
 	}
 	c, err := e.newClient()
 	if err != nil {
@@ -167,7 +214,7 @@ func (e *explainOptions) run(ctx context.Context) error {
 		q.Set("limit", strconv.Itoa(page))
 		body, err := c.Get(ctx, path, q)
 		if err != nil {
-			return notFoundOr(err)
+			return e.notRecorded(ctx, ns, notFoundOr(err))
 		}
 		var got v1alpha1.Explanation
 		if err := json.Unmarshal(body, &got); err != nil {
@@ -188,6 +235,38 @@ func (e *explainOptions) run(ctx context.Context) error {
 		return err
 	}
 	return resultCode(ex.Result)
+}
+
+// podReadTimeout bounds reading the pod when explaining a not-found answer.
+const podReadTimeout = 5 * time.Second
+
+// notRecorded adds to a not-found answer for the pod what the
+// kube-apiserver says of it, read with the user's credentials: its
+// spec.schedulerName, since schedscope records only the pods of its
+// scheduler's profiles, or that no such pod exists. Other errors, and a pod
+// the user may not read, are returned as they are.
+func (e *explainOptions) notRecorded(ctx context.Context, ns string, err error) error {
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitNotFound || e.attempt != 0 || e.node != "" {
+		return err
+	}
+	cs, cerr := e.kubeClient()
+	if cerr != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, podReadTimeout)
+	defer cancel()
+	pod, gerr := cs.CoreV1().Pods(ns).Get(ctx, e.pod, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(gerr):
+		return &ExitError{Code: ExitNotFound, Err: fmt.Errorf("%w, and the cluster has no pod %s/%s", ee.Err, ns, e.pod)}
+	case gerr != nil:
+		return err
+	}
+	name := pod.Spec.SchedulerName
+	return &ExitError{Code: ExitNotFound, Err: fmt.Errorf("%w: its spec.schedulerName is %q, and schedscope records only the pods whose "+
+		"spec.schedulerName is one of its scheduler's profiles (the chart's: schedscope, schedscope-binpack); check that %q is one "+
+		"of them, or wait for the pod's first attempt with --wait 30s", ee.Err, name, name)}
 }
 
 // waitForAttempt waits up to --wait for the pod's first recorded attempt.
@@ -298,6 +377,9 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	fmt.Fprintf(w, "Result:   %s\n", e.Result)
 	if e.SelectedNode != "" {
 		fmt.Fprintf(w, "Node:     %s\n", e.SelectedNode)
+	}
+	if e.Margin != nil {
+		fmt.Fprintf(w, "Margin:   %s\n", e.Margin)
 	}
 	if e.Message != "" {
 		fmt.Fprintf(w, "Message:  %s (at %s)\n", e.Message, e.FailedPoint)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,8 @@ type pendingOptions struct {
 	limit         int
 	watch         bool
 	now           func() time.Time
+	// selected are the UIDs of the pods -l selects; nil without -l.
+	selected map[string]bool
 }
 
 // watchInterval is how often pending -w asks again.
@@ -33,9 +36,15 @@ func newPendingCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pending [-n NAMESPACE | -A]",
 		Short: "List the pods whose latest scheduling attempt did not schedule them",
+		Long: `List the pods whose latest scheduling attempt did not schedule them.
+
+-l keeps the pods the label selector matches, as kubectl get pods -l lists
+them with your credentials when the command starts; --sort-by orders the
+rows by a JSONPath over each pod's item (see -o yaml).`,
 		Example: `  kubectl schedscope pending -A
   kubectl schedscope pending -n shop -o yaml
   kubectl schedscope pending -A -w
+  kubectl schedscope pending -n shop -l app=web --sort-by '{.latest.finished}'
   kubectl schedscope pending -A -o custom-columns=POD:.pod.name,REJECTED:.latest.reasons[*].plugin`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
@@ -52,6 +61,8 @@ func newPendingCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&p.allNamespaces, "all-namespaces", "A", false, "List pending pods of every namespace you may list pods in.")
 	cmd.Flags().IntVar(&p.limit, "limit", 500, "At most this many pods.")
+	o.addSelectorFlag(cmd)
+	o.addSortByFlag(cmd, "{.latest.finished}")
 	cmd.Flags().BoolVarP(&p.watch, "watch", "w", false, "After the list, print a row whenever a pod's latest attempt changes, and when a pod leaves the list (scheduled or gone), until interrupted.")
 	return cmd
 }
@@ -64,16 +75,25 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	if p.watch && !p.tableOutput() {
 		return usageErrorf("--watch prints tables only: -o table or wide")
 	}
-	path := v1alpha1.Prefix + "pending"
+	path, ns := v1alpha1.Prefix+"pending", ""
 	if !p.allNamespaces {
-		ns, err := p.namespace()
-		if err != nil {
+		if ns, err = p.namespace(); err != nil {
 			return err
 		}
 		path = v1alpha1.Prefix + "namespaces/" + url.PathEscape(ns) + "/pending"
 	}
+	if p.Selector != "" {
+		pods, err := p.selectPods(ctx, ns, p.Selector)
+		if err != nil {
+			return err
+		}
+		p.selected = podUIDs(pods)
+	}
 	list, err := p.list(ctx, c, path)
 	if err != nil {
+		return err
+	}
+	if err := p.sortItems(list.Items); err != nil {
 		return err
 	}
 	if err := p.print(list, func(w io.Writer) { PrintPending(w, list.Items, p.now(), !p.NoHeaders) }); err != nil || !p.watch {
@@ -82,14 +102,24 @@ func (p *pendingOptions) run(ctx context.Context) error {
 	return p.watchList(ctx, c, path, list)
 }
 
+// list asks for the pending pods; with -l, for as many as the API gives,
+// of which it keeps the selected ones, at most --limit.
 func (p *pendingOptions) list(ctx context.Context, c client.Client, path string) (*v1alpha1.PodList, error) {
-	body, err := c.Get(ctx, path, p.withCluster(url.Values{"limit": {strconv.Itoa(p.limit)}}))
+	limit := p.limit
+	if p.selected != nil {
+		limit = v1alpha1.MaxLimit
+	}
+	body, err := c.Get(ctx, path, p.withCluster(url.Values{v1alpha1.ParamLimit: {strconv.Itoa(limit)}}))
 	if err != nil {
 		return nil, notFoundOr(err)
 	}
 	var list v1alpha1.PodList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("decoding the pending pods: %w", err)
+	}
+	if p.selected != nil {
+		list.Items = slices.DeleteFunc(list.Items, func(s v1alpha1.PodStatus) bool { return !p.selected[s.Pod.UID] })
+		list.Items = list.Items[:min(len(list.Items), p.limit)]
 	}
 	return &list, nil
 }

@@ -114,8 +114,14 @@ func namedObjects(v any) (*unstructured.UnstructuredList, error) {
 	case *v1alpha1.Explanation:
 		addPod(a.Pod)
 	case *v1alpha1.AttemptList:
-		if len(a.Items) > 0 {
-			addPod(a.Items[0].Pod)
+		// The pods of the attempts, each once: one for a pod's history,
+		// several for -l or a workload.
+		seen := map[v1alpha1.PodRef]bool{}
+		for _, it := range a.Items {
+			if pod := (v1alpha1.PodRef{Namespace: it.Pod.Namespace, Name: it.Pod.Name}); !seen[pod] {
+				seen[pod] = true
+				addPod(it.Pod)
+			}
 		}
 	case *v1alpha1.RejectionList:
 		if a.By != v1alpha1.ByNode {

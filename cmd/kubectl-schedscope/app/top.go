@@ -32,7 +32,9 @@ func newTopCommand(o *Options) *cobra.Command {
 		Long: `Count the Filter rejections of the attempts recorded in a time window: by
 plugin (the attempts it rejected a node in, and the nodes it rejected), or
 by node (how often each was rejected, and by which plugins). Listing by
-node needs the right to list nodes.`,
+node needs the right to list nodes. --sort-by orders the rows by a
+JSONPath over each count (e.g. .key); the counts are of every pod, so
+top takes no -l.`,
 		Example: `  kubectl schedscope top plugins -A --since 1h
   kubectl schedscope top nodes -n shop --since 24h --limit 20`,
 		ValidArgs: []string{"plugins", "nodes"},
@@ -46,6 +48,7 @@ node needs the right to list nodes.`,
 	cmd.Flags().BoolVarP(&t.allNamespaces, "all-namespaces", "A", false, "Count the attempts of every namespace (needs list pods at the cluster scope).")
 	cmd.Flags().DurationVar(&t.since, "since", time.Hour, "Count the attempts of this long ago until now.")
 	cmd.Flags().IntVar(&t.limit, "limit", 10, "At most this many rows.")
+	o.addSortByFlag(cmd, "{.key}")
 	return cmd
 }
 
@@ -91,6 +94,9 @@ func (t *topOptions) run(ctx context.Context) error {
 	var list v1alpha1.RejectionList
 	if err := json.Unmarshal(body, &list); err != nil {
 		return fmt.Errorf("decoding the rejections: %w", err)
+	}
+	if err := t.sortItems(list.Items); err != nil {
+		return err
 	}
 	return t.print(&list, func(w io.Writer) { PrintRejections(w, &list, !t.NoHeaders) })
 }

@@ -55,14 +55,14 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Serve the record stream over TLS and authenticated like the secure port: with its serving certificate, to callers its delegated authentication knows and its delegated authorization allows to get the path /v1/records. This allows a non-loopback --record-stream-address. Off, the stream is plain HTTP without authentication, on loopback only.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
-	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) for OpenTelemetry traces of scheduling attempts. Empty turns tracing off.")
+	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) and the OTLP protocol (grpc or http/protobuf) for OpenTelemetry traces of scheduling attempts; the OTEL_EXPORTER_OTLP_* variables set what it does not. Empty turns tracing off.")
 	fs.BoolVar(&o.TraceparentAsParent, "tracing-traceparent-as-parent", o.TraceparentAsParent, "Make a pod's schedscope.io/traceparent annotation the parent of its attempts' traces, which then take the caller's trace ID. Off, the annotation is only a span link and each attempt's trace has an ID of the scheduler's: whoever creates a pod writes its annotations. Either way the sampling rate decides by the scheduler's own draw, never by the caller's trace ID.")
 	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced; needs --tracing-traceparent-as-parent. Off, the sampling rate decides: whoever creates a pod writes its annotations.")
 	fs.StringVar(&o.ClusterName, "tracing-cluster-name", o.ClusterName, "The cluster's name, the k8s.cluster.name of the traces' resource. The resource also takes OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from the environment.")
-	fs.StringVar(&o.Transport.CAFile, "tracing-ca-file", o.Transport.CAFile, "PEM certificates that verify the trace collector's serving certificate. Empty: the system's roots. TLS is used unless the endpoint is loopback or a unix socket and no TLS file is given, or --tracing-insecure is set.")
+	fs.StringVar(&o.Transport.CAFile, "tracing-ca-file", o.Transport.CAFile, "PEM certificates that verify the trace collector's serving certificate. Empty: the system's roots. TLS is used unless the endpoint is loopback or a unix socket and no TLS file is given, or --tracing-insecure is set. Any of the TLS flags replaces the OTEL_EXPORTER_OTLP_* security variables.")
 	fs.StringVar(&o.Transport.CertFile, "tracing-client-cert-file", o.Transport.CertFile, "PEM client certificate presented to the trace collector (with --tracing-client-key-file); read again at each connection.")
 	fs.StringVar(&o.Transport.KeyFile, "tracing-client-key-file", o.Transport.KeyFile, "PEM private key of --tracing-client-cert-file.")
-	fs.BoolVar(&o.Transport.Insecure, "tracing-insecure", o.Transport.Insecure, "Send traces over plain gRPC, without TLS, to a collector that is not on loopback.")
+	fs.BoolVar(&o.Transport.Insecure, "tracing-insecure", o.Transport.Insecure, "Send traces in plain text (gRPC or HTTP), without TLS, to a collector that is not on loopback.")
 	fs.DurationVar(&o.SlowAttempt, "tracing-slow-attempt-threshold", o.SlowAttempt, "Attempts that spend longer than this in the scheduler (queue wait excluded) are traced whatever the sampling rate, as are unschedulable and failed attempts. Negative turns the rule off.")
 }
 
@@ -120,7 +120,7 @@ func (o *RecordOptions) validateTracing() []error {
 		errs = append(errs, fmt.Errorf("--tracing-client-cert-file and --tracing-client-key-file go together; only one is set"))
 	}
 	if o.Transport.Insecure && (o.Transport.CAFile != "" || o.Transport.CertFile != "") {
-		errs = append(errs, fmt.Errorf("--tracing-insecure: plain gRPC takes no --tracing-ca-file or --tracing-client-cert-file"))
+		errs = append(errs, fmt.Errorf("--tracing-insecure: plain text takes no --tracing-ca-file or --tracing-client-cert-file"))
 	}
 	return errs
 }

@@ -96,7 +96,7 @@ func TestTracingFlagsValidate(t *testing.T) {
 			"--tracing-client-cert-file and --tracing-client-key-file go together; only one is set",
 		}},
 		{args: []string{"--tracing-config-file=t.yaml", "--tracing-insecure", "--tracing-ca-file=ca.crt"}, wantErrs: []string{
-			"--tracing-insecure: plain gRPC takes no --tracing-ca-file or --tracing-client-cert-file",
+			"--tracing-insecure: plain text takes no --tracing-ca-file or --tracing-client-cert-file",
 		}},
 		{args: []string{"--tracing-config-file=t.yaml", "--tracing-traceparent-as-parent", "--tracing-follow-traceparent-sampling"}},
 		{args: []string{"--tracing-config-file=t.yaml", "--tracing-follow-traceparent-sampling"}, wantErrs: []string{

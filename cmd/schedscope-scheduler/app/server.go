@@ -19,7 +19,6 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
-	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version/verflag"
 	"k8s.io/klog/v2"
 	kubeschedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
@@ -93,7 +92,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	if errs := recordOpts.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
-	var tracingConfig *tracingapi.TracingConfiguration
+	var tracingConfig *tracing.Config
 	if recordOpts.TracingConfigFile != "" {
 		var err error
 		if tracingConfig, err = tracing.LoadConfig(recordOpts.TracingConfigFile); err != nil {
@@ -136,7 +135,7 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 // newRecorder builds the record pipeline: the tracer (when tracingConfig
 // is set), the recorder, the stream buffer and server, and the metrics
 // that observe them. shutdown flushes the tracer.
-func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, recordOpts *RecordOptions, tracingConfig *tracingapi.TracingConfiguration) (
+func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig, recordOpts *RecordOptions, tracingConfig *tracing.Config) (
 	recorder *observe.Recorder, streamServer *stream.Server, shutdown func(), err error) {
 	var tracer *tracing.Tracer
 	shutdown = func() {}
@@ -146,10 +145,10 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		for _, p := range cc.ComponentConfig.Profiles {
 			profiles = append(profiles, p.SchedulerName)
 		}
-		if tracer, err = tracing.New(ctx, tracingConfig, tracing.Options{
+		if tracer, err = tracing.New(ctx, &tracingConfig.TracingConfiguration, tracing.Options{
 			SlowThreshold: recordOpts.SlowAttempt, TraceparentAsParent: recordOpts.TraceparentAsParent,
 			FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
-			ClusterName: recordOpts.ClusterName, Transport: recordOpts.Transport,
+			ClusterName: recordOpts.ClusterName, Transport: recordOpts.Transport, Protocol: tracingConfig.Protocol,
 		}); err != nil {
 			return nil, nil, nil, fmt.Errorf("starting the tracer: %w", err)
 		}

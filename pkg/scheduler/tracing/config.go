@@ -1,15 +1,30 @@
 package tracing
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/apis/apiserver/install"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
+	"sigs.k8s.io/yaml"
 )
+
+// Config is the tracing configuration file: a Kubernetes
+// TracingConfiguration and the field protocol.
+type Config struct {
+	tracingapi.TracingConfiguration
+	// Protocol is the OTLP protocol, grpc or http/protobuf; empty leaves
+	// the choice to the environment (see Options.Protocol).
+	Protocol Protocol
+}
+
+// protocolField is the field of the file that TracingConfiguration lacks.
+const protocolField = "protocol"
 
 // configScheme knows the apiserver.config.k8s.io kinds, of which the
 // TracingConfiguration file is one, in every served version.
@@ -25,10 +40,11 @@ func init() {
 // LoadConfig reads a TracingConfiguration file the way kube-apiserver reads
 // --tracing-config-file: a YAML or JSON object of kind TracingConfiguration
 // in group apiserver.config.k8s.io (v1alpha1, v1beta1 or v1), decoded
-// strictly, so that an unknown field is an error. Like kube-apiserver, it
-// reads a file without apiVersion and kind as a TracingConfiguration. The
-// result is validated; an error names the file and the offending field.
-func LoadConfig(path string) (*tracingapi.TracingConfiguration, error) {
+// strictly, so that an unknown field is an error, with one more field,
+// protocol. Like kube-apiserver, it reads a file without apiVersion and
+// kind as a TracingConfiguration. The result is validated; an error names
+// the file and the offending field.
+func LoadConfig(path string) (*Config, error) {
 	if path == "" {
 		return nil, fmt.Errorf("tracing configuration file path is empty")
 	}
@@ -36,15 +52,48 @@ func LoadConfig(path string) (*tracingapi.TracingConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading tracing configuration: %w", err)
 	}
+	protocol, data, err := splitProtocol(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding tracing configuration %q: %w", path, err)
+	}
 	internal := &apiserver.TracingConfiguration{}
 	if err := runtime.DecodeInto(configCodecs.UniversalDecoder(), data, internal); err != nil {
 		return nil, fmt.Errorf("decoding tracing configuration %q: %w", path, err)
 	}
-	cfg := &internal.TracingConfiguration
-	if err := validateConfig(cfg); err != nil {
+	cfg := &Config{TracingConfiguration: internal.TracingConfiguration, Protocol: protocol}
+	if err := validateConfig(&cfg.TracingConfiguration); err != nil {
 		return nil, fmt.Errorf("invalid tracing configuration %q: %w", path, err)
 	}
+	if cfg.Protocol != "" {
+		if err := validateProtocol(cfg.Protocol, field.NewPath(protocolField)); err != nil {
+			return nil, fmt.Errorf("invalid tracing configuration %q: %w", path, err)
+		}
+	}
 	return cfg, nil
+}
+
+// splitProtocol returns the protocol field of the file data and the
+// TracingConfiguration that remains. Data without the field, or that is no
+// YAML object, is returned as it is, for the strict decoder to judge.
+func splitProtocol(data []byte) (Protocol, []byte, error) {
+	var fields map[string]any
+	if err := yaml.Unmarshal(data, &fields); err != nil {
+		return "", data, nil
+	}
+	value, ok := fields[protocolField]
+	if !ok {
+		return "", data, nil
+	}
+	protocol, ok := value.(string)
+	if !ok {
+		return "", nil, field.Invalid(field.NewPath(protocolField), value, "must be a string")
+	}
+	delete(fields, protocolField)
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return "", nil, err
+	}
+	return Protocol(protocol), rest, nil
 }
 
 // validateConfig checks cfg as kube-apiserver does; the errors name the

@@ -17,7 +17,7 @@ func TestLoadConfig(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
-		want    *tracingapi.TracingConfiguration
+		want    *tracing.Config
 		// wantErr lists substrings of the expected error.
 		wantErr []string
 	}{
@@ -28,17 +28,17 @@ kind: TracingConfiguration
 endpoint: localhost:4317
 samplingRatePerMillion: 1000000
 `,
-			want: &tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317"), SamplingRatePerMillion: ptr.To[int32](1000000)},
+			want: &tracing.Config{TracingConfiguration: tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317"), SamplingRatePerMillion: ptr.To[int32](1000000)}},
 		},
 		{
 			name:    "v1 as JSON, rate unset",
 			content: `{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "TracingConfiguration", "endpoint": "unix:///run/otel.sock"}`,
-			want:    &tracingapi.TracingConfiguration{Endpoint: ptr.To("unix:///run/otel.sock")},
+			want:    &tracing.Config{TracingConfiguration: tracingapi.TracingConfiguration{Endpoint: ptr.To("unix:///run/otel.sock")}},
 		},
 		{
 			name:    "v1alpha1, empty",
 			content: "apiVersion: apiserver.config.k8s.io/v1alpha1\nkind: TracingConfiguration\n",
-			want:    &tracingapi.TracingConfiguration{},
+			want:    &tracing.Config{},
 		},
 		{
 			name:    "rate above one million",
@@ -66,10 +66,43 @@ samplingRatePerMillion: 1000000
 			wantErr: []string{"decoding"},
 		},
 		{
+			name:    "protocol http/protobuf",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: collector:4318\nprotocol: http/protobuf\nsamplingRatePerMillion: 100\n",
+			want: &tracing.Config{
+				TracingConfiguration: tracingapi.TracingConfiguration{Endpoint: ptr.To("collector:4318"), SamplingRatePerMillion: ptr.To[int32](100)},
+				Protocol:             tracing.ProtocolHTTPProtobuf,
+			},
+		},
+		{
+			name:    "protocol grpc, as JSON",
+			content: `{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "TracingConfiguration", "protocol": "grpc"}`,
+			want:    &tracing.Config{Protocol: tracing.ProtocolGRPC},
+		},
+		{
+			name:    "unsupported protocol",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nprotocol: http/json\n",
+			wantErr: []string{"protocol", `"http/json"`, `supported values: "grpc", "http/protobuf"`},
+		},
+		{
+			name:    "protocol not a string",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nprotocol: 4318\n",
+			wantErr: []string{"protocol", "must be a string"},
+		},
+		{
+			name:    "unknown field beside protocol",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nprotocol: grpc\nsamplingRate: 5\n",
+			wantErr: []string{"decoding", "samplingRate"},
+		},
+		{
+			name:    "invalid endpoint beside protocol",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nprotocol: http/protobuf\nendpoint: http://collector:4318\n",
+			wantErr: []string{"endpoint", "unsupported scheme"},
+		},
+		{
 			// kube-apiserver reads such a file as a TracingConfiguration too.
 			name:    "no apiVersion and kind",
 			content: "endpoint: localhost:4317\n",
-			want:    &tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317")},
+			want:    &tracing.Config{TracingConfiguration: tracingapi.TracingConfiguration{Endpoint: ptr.To("localhost:4317")}},
 		},
 	}
 	for _, tt := range tests {

@@ -7,13 +7,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	v1 "k8s.io/api/core/v1"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version"
@@ -89,9 +86,13 @@ type Options struct {
 	InstanceID string
 	// Transport secures the connection to the collector.
 	Transport Transport
+	// Protocol is the OTLP protocol, Config.Protocol. Empty means the one
+	// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or else OTEL_EXPORTER_OTLP_PROTOCOL
+	// names, or else gRPC.
+	Protocol Protocol
 
-	// Exporter, if set, replaces the OTLP gRPC exporter; it still sits
-	// behind the bounded queue.
+	// Exporter, if set, replaces the OTLP exporter; it still sits behind
+	// the bounded queue.
 	Exporter sdktrace.SpanExporter
 	// TracerProvider, if set, replaces the whole pipeline: the Tracer
 	// creates its spans there and neither samples, queues, exports nor shuts
@@ -123,8 +124,9 @@ type previousAttempt struct {
 	attempt int
 }
 
-// New returns a Tracer exporting to cfg's endpoint with cfg's sampling
-// rate. A nil cfg means tracing is off: New returns a nil Tracer.
+// New returns a Tracer exporting over OTLP with cfg's sampling rate, to
+// cfg's endpoint or the one the OTEL_EXPORTER_OTLP_* variables set. A nil
+// cfg means tracing is off: New returns a nil Tracer.
 func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options) (*Tracer, error) {
 	if cfg == nil {
 		return nil, nil
@@ -160,29 +162,8 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 		}
 		exporter := opts.Exporter
 		if exporter == nil {
-			endpoint := DefaultEndpoint
-			if cfg.Endpoint != nil {
-				endpoint = *cfg.Endpoint
-			}
-			security, err := opts.Transport.exporterOption(endpoint)
-			if err != nil {
+			if exporter, err = newExporter(ctx, cfg, opts.Protocol, opts.Transport); err != nil {
 				return nil, err
-			}
-			grpcOpts := []otlptracegrpc.Option{
-				security,
-				otlptracegrpc.WithEndpoint(endpoint),
-				// gRPC waits up to two minutes between reconnections by
-				// default: a collector back after a long outage would get no
-				// span for that long. Exports fail and are counted meanwhile.
-				otlptracegrpc.WithDialOption(grpc.WithConnectParams(grpc.ConnectParams{
-					Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxReconnectDelay},
-					MinConnectTimeout: 5 * time.Second,
-				})),
-			}
-			// The client connects lazily: an unreachable collector is not an
-			// error here, only failed exports later.
-			if exporter, err = otlptracegrpc.New(ctx, grpcOpts...); err != nil {
-				return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
 			}
 		}
 		logger := klog.LoggerWithName(klog.FromContext(ctx), "tracing")

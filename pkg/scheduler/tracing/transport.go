@@ -8,18 +8,13 @@ import (
 	"net"
 	"os"
 	"strings"
-
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"google.golang.org/grpc/credentials"
 )
 
-// DefaultEndpoint is the collector of a TracingConfiguration without an
-// endpoint, as kube-apiserver has it.
-const DefaultEndpoint = "localhost:4317"
-
 // Transport secures the connection to the collector. The zero value speaks
-// plain gRPC to a loopback or unix socket endpoint and TLS, verified
-// against the system's roots, to any other.
+// plain text to a loopback or unix socket endpoint and TLS, verified
+// against the system's roots, to any other, unless the OTEL_EXPORTER_OTLP_*
+// variables set the endpoint or the security (see newExporter). A set
+// field wins over those variables.
 type Transport struct {
 	// CAFile holds the PEM certificates that verify the collector's serving
 	// certificate; empty means the system's roots. Setting it (or CertFile)
@@ -29,25 +24,12 @@ type Transport struct {
 	// to a collector that asks for one; both or neither. They are read again
 	// at each connection, so a renewed certificate is used without restart.
 	CertFile, KeyFile string
-	// Insecure speaks plain gRPC to any endpoint; it excludes the files.
+	// Insecure speaks plain text to any endpoint; it excludes the files.
 	Insecure bool
 }
 
-// exporterOption returns the OTLP exporter's option that secures the
-// connection to endpoint as t says, or an error naming the field at fault.
-func (t Transport) exporterOption(endpoint string) (otlptracegrpc.Option, error) {
-	tlsConfig, err := t.tlsConfig(endpoint)
-	if err != nil {
-		return nil, err
-	}
-	if tlsConfig == nil {
-		return otlptracegrpc.WithInsecure(), nil
-	}
-	return otlptracegrpc.WithTLSCredentials(credentials.NewTLS(tlsConfig)), nil
-}
-
 // tlsConfig returns the client TLS configuration for endpoint, or nil for
-// plain gRPC.
+// plain text, or an error naming the field at fault.
 func (t Transport) tlsConfig(endpoint string) (*tls.Config, error) {
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		return nil, errors.New("tracing client certificate: the certificate and key files go together, one is missing")

@@ -284,7 +284,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		e.Hints = h.Hints(a, mayListNodes)
 	}
 	if !mayListNodes {
-		e.NodesHidden, e.Rows, e.TotalRows = true, []v1alpha1.NodeRow{}, 0
+		e.NodesHidden, e.Rows, e.TotalRows, e.Margin = true, []v1alpha1.NodeRow{}, 0, nil
 	}
 	writeJSON(w, http.StatusOK, e)
 }

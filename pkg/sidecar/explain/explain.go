@@ -124,6 +124,7 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	if a.Scores != nil {
 		e.ScorePlugins = v1alpha1.ConvertScorePlugins(e.ScorePlugins, a.Scores.Plugins)
 		e.ScoringSkipped = a.Scores.SkippedReason
+		e.Margin = v1alpha1.ConvertMargin(a.Margin())
 	}
 	rows := l.rows
 	if opts.Group != AllGroups {

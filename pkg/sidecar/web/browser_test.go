@@ -110,6 +110,7 @@ func TestPodPageInChromium(t *testing.T) {
 		"Detail from NUMATopology", "the pod asks for one NUMA zone", // the plugin's detail on the attempt
 		`href="http://jaeger.example:16686/trace/` + podTrace + `"`, // trace link
 		`>#1<`, `>#2<`, // attempt timeline
+		"big-2 beat big-1 by 100: NodeResourcesFit +60, ImageLocality +40", // the chosen node's margin, as kubectl says it
 	} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the page does not contain %s", want)

@@ -34,8 +34,17 @@ import (
 
 // jaegerProcess is a Jaeger started for a test, with its endpoints.
 type jaegerProcess struct {
-	otlpGRPC string
-	query    string
+	otlpGRPC, otlpHTTP string
+	query              string
+}
+
+// otlpEndpoint returns the host:port where Jaeger receives OTLP over
+// protocol.
+func (p *jaegerProcess) otlpEndpoint(protocol tracing.Protocol) string {
+	if protocol == tracing.ProtocolHTTPProtobuf {
+		return p.otlpHTTP
+	}
+	return p.otlpGRPC
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1.
@@ -67,6 +76,7 @@ func startJaeger(t *testing.T) *jaegerProcess {
 	ports := freePorts(t, 5)
 	p := &jaegerProcess{
 		otlpGRPC: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		otlpHTTP: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		query:    fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/status", ports[4])
@@ -285,15 +295,25 @@ func sameTraceID(a, b string) bool {
 
 // TestAttemptsInJaeger traces two attempts of one pod, the first
 // unschedulable and the second bound after a Permit wait, and a third
-// attempt of another pod, then finds the pod's traces in Jaeger by its name
-// and checks their spans, their timing and the link between the attempts.
+// attempt of another pod, over each OTLP protocol, then finds the pod's
+// traces in Jaeger by its name and checks their spans, their timing and
+// the link between the attempts.
 func TestAttemptsInJaeger(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		protocol tracing.Protocol
+	}{{"grpc", tracing.ProtocolGRPC}, {"http", tracing.ProtocolHTTPProtobuf}} {
+		t.Run(tt.name, func(t *testing.T) { testAttemptsInJaeger(t, tt.protocol) })
+	}
+}
+
+func testAttemptsInJaeger(t *testing.T, protocol tracing.Protocol) {
 	j := startJaeger(t)
 	ctx := context.Background()
 	tr, err := tracing.New(ctx, &tracingapi.TracingConfiguration{
-		Endpoint:               &j.otlpGRPC,
+		Endpoint:               ptr.To(j.otlpEndpoint(protocol)),
 		SamplingRatePerMillion: ptr.To[int32](1_000_000),
-	}, tracing.Options{Profiles: []string{"default-scheduler"}, Version: "v0.0.0-e2e"})
+	}, tracing.Options{Profiles: []string{"default-scheduler"}, Version: "v0.0.0-e2e", Protocol: protocol})
 	if err != nil {
 		t.Fatalf("tracing.New: %v", err)
 	}

@@ -27,9 +27,45 @@ import (
 // must be the one the decision record names, a trace of the scheduler's
 // own linked to the caller's span from the pod's traceparent annotation,
 // with the queue wait, the extension points and the binding cycle inside
-// the attempt.
+// the attempt. The scheduler finds Jaeger through the configuration
+// file's endpoint, over OTLP gRPC, or through OTEL_EXPORTER_OTLP_ENDPOINT
+// in its environment, over OTLP/HTTP.
 func TestScheduledPodInJaeger(t *testing.T) {
-	j := startJaeger(t)
+	const header = "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nsamplingRatePerMillion: 1000000\n"
+	for _, tt := range []struct {
+		name string
+		// config returns the tracing configuration file and the
+		// scheduler's environment for Jaeger j.
+		config func(j *jaegerProcess) (file string, env map[string]string)
+	}{
+		{
+			name: "grpc endpoint from the file",
+			config: func(j *jaegerProcess) (string, map[string]string) {
+				return header + "endpoint: " + j.otlpGRPC + "\n", nil
+			},
+		},
+		{
+			name: "http endpoint from the environment",
+			config: func(j *jaegerProcess) (string, map[string]string) {
+				return header + "protocol: http/protobuf\n", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.otlpHTTP}
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			j := startJaeger(t)
+			file, env := tt.config(j)
+			for name, value := range env {
+				t.Setenv(name, value)
+			}
+			testScheduledPodInJaeger(t, j, file)
+		})
+	}
+}
+
+// testScheduledPodInJaeger schedules a pod with schedscope-scheduler
+// tracing to j as the tracing configuration file config says, and checks
+// its trace in j.
+func testScheduledPodInJaeger(t *testing.T, j *jaegerProcess, config string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cp, err := framework.StartControlPlane(ctx, dir)
@@ -38,11 +74,11 @@ func TestScheduledPodInJaeger(t *testing.T) {
 	}
 	defer cp.Stop()
 	tracingConfig := filepath.Join(dir, "tracing.yaml")
-	if err := os.WriteFile(tracingConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nendpoint: "+j.otlpGRPC+"\nsamplingRatePerMillion: 1000000\n"), 0o644); err != nil {
+	if err := os.WriteFile(tracingConfig, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: schedscope\n"
-	sched, err := cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", config, "--tracing-config-file="+tracingConfig)
+	schedulerConfig := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: schedscope\n"
+	sched, err := cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", schedulerConfig, "--tracing-config-file="+tracingConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -923,54 +923,6 @@ func checkRBAC(t *testing.T, r release) {
 	}
 }
 
-// TestDashboard checks that the Grafana dashboard only queries metrics that
-// exist: names documented in docs/scheduler.md and docs/sidecar.md, each filtered
-// by the job variable.
-func TestDashboard(t *testing.T) {
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := yaml.Unmarshal(repoFile(t, "charts/schedscope/files/schedscope-dashboard.json"), &dash); err != nil {
-		t.Fatal(err)
-	}
-	documented := string(repoFile(t, "docs/scheduler.md")) + string(repoFile(t, "docs/sidecar.md"))
-	if len(dash.Panels) == 0 {
-		t.Fatal("no panels")
-	}
-	for _, p := range dash.Panels {
-		if len(p.Targets) == 0 {
-			t.Errorf("panel %q has no query", p.Title)
-		}
-		for _, target := range p.Targets {
-			if !strings.Contains(target.Expr, `{job=~"$job"`) {
-				t.Errorf("panel %q queries %s, not filtered by job=~\"$job\"", p.Title, target.Expr)
-			}
-			for _, word := range strings.FieldsFunc(target.Expr, func(r rune) bool {
-				return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-			}) {
-				if !strings.HasPrefix(word, "schedscope_") {
-					continue
-				}
-				if !strings.Contains(target.Expr, word+`{job=~"$job"`) {
-					t.Errorf("panel %q queries %s without job=~\"$job\"", p.Title, word)
-				}
-				name := word
-				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-					name = strings.TrimSuffix(name, suffix)
-				}
-				if !strings.Contains(documented, "`"+name+"`") {
-					t.Errorf("panel %q queries %s, which docs/scheduler.md and docs/sidecar.md do not document", p.Title, word)
-				}
-			}
-		}
-	}
-}
-
 // TestInstallUpgrade installs the chart with helm into a kube-apiserver of
 // its own, upgrades it and uninstalls it: the upgrade changes the images
 // and keeps the generated certificate and the APIService's caBundle (the

@@ -65,3 +65,15 @@ func ConvertSummary(a *record.Attempt) AttemptSummary {
 	}
 	return s
 }
+
+// ConvertMargin converts a record's margin; nil stays nil.
+func ConvertMargin(m *record.Margin) *Margin {
+	if m == nil {
+		return nil
+	}
+	out := &Margin{Node: m.Node, RunnerUp: m.RunnerUp, By: m.By}
+	for _, p := range m.Plugins {
+		out.Plugins = append(out.Plugins, PluginMargin{Plugin: p.Plugin, By: p.By})
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +85,52 @@ type PointRun struct {
 type ScorePlugin struct {
 	Name   string `json:"name"`
 	Weight int64  `json:"weight"`
+}
+
+// Margin says why the chosen node beat the runner-up, the scored node
+// with the next highest total: by how much, and which score plugins'
+// weighted scores made the difference.
+type Margin struct {
+	// Node is the chosen node and RunnerUp the other scored node with the
+	// highest total.
+	Node     string `json:"node"`
+	RunnerUp string `json:"runnerUp"`
+	// By is Node's total minus RunnerUp's; 0 is a tie, which the
+	// scheduler breaks at random.
+	By int64 `json:"by"`
+	// Plugins are the score plugins ("extenders" for the extenders' share)
+	// whose weighted scores differ between the two nodes, most in Node's
+	// favour first.
+	Plugins []PluginMargin `json:"plugins,omitempty"`
+}
+
+// PluginMargin is one plugin's weighted score on the chosen node minus
+// its weighted score on the runner-up.
+type PluginMargin struct {
+	Plugin string `json:"plugin"`
+	By     int64  `json:"by"`
+}
+
+// String says the margin in a line, as kubectl schedscope explain and the
+// page print it: "n1 beat n2 by 23: NodeResourcesFit +40, ImageLocality -17".
+func (m *Margin) String() string {
+	var b strings.Builder
+	switch {
+	case m.By > 0:
+		fmt.Fprintf(&b, "%s beat %s by %d", m.Node, m.RunnerUp, m.By)
+	case m.By == 0:
+		fmt.Fprintf(&b, "%s tied with %s (the scheduler picked at random)", m.Node, m.RunnerUp)
+	default:
+		fmt.Fprintf(&b, "%s was chosen though %s scored %d more", m.Node, m.RunnerUp, -m.By)
+	}
+	for i, p := range m.Plugins {
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		fmt.Fprintf(&b, "%s%s %+d", sep, p.Plugin, p.By)
+	}
+	return b.String()
 }
 
 // PluginDetail is a plugin's own explanation of its verdict.
@@ -287,6 +335,9 @@ type Explanation struct {
 	ScorePlugins []ScorePlugin `json:"scorePlugins"`
 	// ScoringSkipped says why nodes were not scored, if they were not.
 	ScoringSkipped string `json:"scoringSkipped,omitempty"`
+	// Margin says why the chosen node beat the runner-up; nil when fewer
+	// than two nodes were scored, or when the caller may not list nodes.
+	Margin *Margin `json:"margin,omitempty"`
 	// Groups are the nodes grouped by identical verdict, in row order.
 	Groups []Group `json:"groups"`
 	// Details are what plugins said of the attempt as a whole; what they

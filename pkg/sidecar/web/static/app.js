@@ -243,6 +243,16 @@ function traceLink(traceID) {
   return el('a', { href: config.traceURLTemplate.replaceAll('{traceID}', encodeURIComponent(traceID)), target: '_blank', rel: 'noopener', class: 'trace', text: traceID });
 }
 
+// marginText says why the chosen node beat the runner-up, in the words of
+// kubectl schedscope explain (v1alpha1.Margin's String).
+function marginText(m) {
+  let text = m.by > 0 ? m.node + ' beat ' + m.runnerUp + ' by ' + m.by
+    : m.by === 0 ? m.node + ' tied with ' + m.runnerUp + ' (the scheduler picked at random)'
+      : m.node + ' was chosen though ' + m.runnerUp + ' scored ' + (-m.by) + ' more';
+  (m.plugins || []).forEach((p, i) => { text += (i ? ', ' : ': ') + p.plugin + ' ' + (p.by > 0 ? '+' : '') + p.by; });
+  return text;
+}
+
 function summary(e) {
   const rows = [
     ['Pod', e.pod.namespace + '/' + e.pod.name + ' (uid ' + e.pod.uid + ')'],
@@ -250,6 +260,7 @@ function summary(e) {
     ['Result', el('span', { class: 'result-' + e.result, text: e.result })],
     ['Chosen node', e.selectedNode || '-'],
   ];
+  if (e.margin) rows.push(['Margin', marginText(e.margin)]);
   if (e.message) rows.push(['Message', e.message + (e.failedPoint ? ' (at ' + e.failedPoint + ')' : '')]);
   if (e.nominatedNode) rows.push(['Nominated node', e.nominatedNode]);
   rows.push(['Nodes', e.nodes.total + ' total, ' + e.nodes.evaluated + ' evaluated, ' + e.nodes.feasible + ' feasible']);

@@ -1,0 +1,2 @@
+// The Grafana dashboards of the mixin.
+(import 'schedscope.libsonnet')
