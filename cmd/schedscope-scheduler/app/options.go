@@ -30,11 +30,9 @@ type RecordOptions struct {
 	TracingConfigFile string
 	// SlowAttempt is the duration above which an attempt is always traced.
 	SlowAttempt time.Duration
-	// TraceparentAsParent makes a pod's traceparent annotation the parent
-	// of its attempts' traces rather than a link.
-	TraceparentAsParent bool
 	// FollowTraceparentSampling lets a pod's traceparent annotation decide
-	// whether its attempts are traced; it needs TraceparentAsParent.
+	// whether its attempts are traced; it needs the tracing configuration's
+	// traceparent: parent.
 	FollowTraceparentSampling bool
 	// ClusterName is the traces' k8s.cluster.name.
 	ClusterName string
@@ -55,9 +53,8 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Serve the record stream over TLS and authenticated like the secure port: with its serving certificate, to callers its delegated authentication knows and its delegated authorization allows to get the path /v1/records. This allows a non-loopback --record-stream-address. Off, the stream is plain HTTP without authentication, on loopback only.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
-	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) and the OTLP protocol (grpc or http/protobuf) for OpenTelemetry traces of scheduling attempts; the OTEL_EXPORTER_OTLP_* variables set what it does not. Empty turns tracing off.")
-	fs.BoolVar(&o.TraceparentAsParent, "tracing-traceparent-as-parent", o.TraceparentAsParent, "Make a pod's schedscope.io/traceparent annotation the parent of its attempts' traces, which then take the caller's trace ID. Off, the annotation is only a span link and each attempt's trace has an ID of the scheduler's: whoever creates a pod writes its annotations. Either way the sampling rate decides by the scheduler's own draw, never by the caller's trace ID.")
-	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced; needs --tracing-traceparent-as-parent. Off, the sampling rate decides: whoever creates a pod writes its annotations.")
+	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) and the OTLP protocol (grpc or http/protobuf) and the role of a pod's schedscope.io/traceparent (link, the default, or parent) for OpenTelemetry traces of scheduling attempts; the OTEL_EXPORTER_OTLP_* variables set what it does not. Empty turns tracing off.")
+	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced; needs traceparent: parent in --tracing-config-file. Off, the sampling rate decides: whoever creates a pod writes its annotations.")
 	fs.StringVar(&o.ClusterName, "tracing-cluster-name", o.ClusterName, "The cluster's name, the k8s.cluster.name of the traces' resource. The resource also takes OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from the environment.")
 	fs.StringVar(&o.Transport.CAFile, "tracing-ca-file", o.Transport.CAFile, "PEM certificates that verify the trace collector's serving certificate. Empty: the system's roots. TLS is used unless the endpoint is loopback or a unix socket and no TLS file is given, or --tracing-insecure is set. Any of the TLS flags replaces the OTEL_EXPORTER_OTLP_* security variables.")
 	fs.StringVar(&o.Transport.CertFile, "tracing-client-cert-file", o.Transport.CertFile, "PEM client certificate presented to the trace collector (with --tracing-client-key-file); read again at each connection.")
@@ -106,15 +103,12 @@ func (o *RecordOptions) validateTracing() []error {
 		}{
 			{"tracing-cluster-name", o.ClusterName != ""}, {"tracing-ca-file", o.Transport.CAFile != ""},
 			{"tracing-client-cert-file", o.Transport.CertFile != ""}, {"tracing-client-key-file", o.Transport.KeyFile != ""},
-			{"tracing-insecure", o.Transport.Insecure}, {"tracing-traceparent-as-parent", o.TraceparentAsParent},
+			{"tracing-insecure", o.Transport.Insecure},
 		} {
 			if f.set {
 				errs = append(errs, fmt.Errorf("--%s: tracing is off; set --tracing-config-file", f.flag))
 			}
 		}
-	}
-	if o.FollowTraceparentSampling && !o.TraceparentAsParent {
-		errs = append(errs, fmt.Errorf("--tracing-follow-traceparent-sampling: needs --tracing-traceparent-as-parent"))
 	}
 	if (o.Transport.CertFile == "") != (o.Transport.KeyFile == "") {
 		errs = append(errs, fmt.Errorf("--tracing-client-cert-file and --tracing-client-key-file go together; only one is set"))

@@ -98,13 +98,6 @@ func TestTracingFlagsValidate(t *testing.T) {
 		{args: []string{"--tracing-config-file=t.yaml", "--tracing-insecure", "--tracing-ca-file=ca.crt"}, wantErrs: []string{
 			"--tracing-insecure: plain text takes no --tracing-ca-file or --tracing-client-cert-file",
 		}},
-		{args: []string{"--tracing-config-file=t.yaml", "--tracing-traceparent-as-parent", "--tracing-follow-traceparent-sampling"}},
-		{args: []string{"--tracing-config-file=t.yaml", "--tracing-follow-traceparent-sampling"}, wantErrs: []string{
-			"--tracing-follow-traceparent-sampling: needs --tracing-traceparent-as-parent",
-		}},
-		{args: []string{"--tracing-traceparent-as-parent"}, wantErrs: []string{
-			"--tracing-traceparent-as-parent: tracing is off; set --tracing-config-file",
-		}},
 	} {
 		o := NewRecordOptions()
 		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

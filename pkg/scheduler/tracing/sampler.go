@@ -19,7 +19,7 @@ import (
 // The rate never reads a trace ID a pod chose. A root without a parent has
 // a trace ID the SDK drew at random, and the rate decides on it
 // (TraceIDRatioBased). A root under a remote parent, a pod's
-// TraceparentAnnotation made the parent (Options.TraceparentAsParent), has
+// TraceparentAnnotation made the parent (TraceparentParent), has
 // the caller's trace ID, which whoever creates the pod writes: the rate
 // decides there by a random draw of the scheduler's own. The remote
 // parent's sampled flag decides instead only when followRemoteParent is

@@ -12,6 +12,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -28,8 +29,8 @@ const (
 	// TraceparentAnnotation, set on a pod to a W3C traceparent
 	// ("00-<trace-id>-<span-id>-<flags>"), links every scheduling attempt of
 	// the pod to that span, e.g. to the span of the deployment tool that
-	// created the pod; with Options.TraceparentAsParent the span is the
-	// attempt's parent instead. A malformed value is ignored.
+	// created the pod; with the role TraceparentParent (Options.Traceparent)
+	// the span is the attempt's parent instead. A malformed value is ignored.
 	TraceparentAnnotation = "schedscope.io/traceparent"
 )
 
@@ -66,14 +67,12 @@ type Options struct {
 	// remembered, to link the next attempt to it. 0 means
 	// DefaultPreviousAttempts.
 	PreviousAttempts int
-	// TraceparentAsParent makes a pod's TraceparentAnnotation the parent of
-	// its attempts' root spans, so that they join the caller's trace ID.
-	// Unset, the annotation is only a link: the attempt's trace has an ID
-	// of its own, which the pod's creator cannot choose.
-	TraceparentAsParent bool
+	// Traceparent is the role of a pod's TraceparentAnnotation,
+	// Config.Traceparent. Empty means TraceparentLink.
+	Traceparent TraceparentRole
 	// FollowTraceparentSampling lets the sampled flag of a pod's
 	// TraceparentAnnotation decide whether its attempts are traced, instead
-	// of the sampling rate. It needs TraceparentAsParent.
+	// of the sampling rate. It needs Traceparent TraceparentParent.
 	FollowTraceparentSampling bool
 	// Profiles are the scheduler's profile names, set on the resource.
 	Profiles []string
@@ -134,8 +133,14 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	if err := validateConfig(cfg); err != nil {
 		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
 	}
-	if opts.FollowTraceparentSampling && !opts.TraceparentAsParent {
-		return nil, fmt.Errorf("following the sampled flag of a pod's traceparent needs the traceparent as the parent (TraceparentAsParent)")
+	if opts.Traceparent == "" {
+		opts.Traceparent = TraceparentLink
+	}
+	if err := validateTraceparentRole(opts.Traceparent, field.NewPath(traceparentField)); err != nil {
+		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
+	}
+	if opts.FollowTraceparentSampling && opts.Traceparent != TraceparentParent {
+		return nil, fmt.Errorf("following the sampled flag of a pod's traceparent needs %s: %s in the tracing configuration", traceparentField, TraceparentParent)
 	}
 	if opts.SlowThreshold == 0 {
 		opts.SlowThreshold = DefaultSlowThreshold
@@ -151,7 +156,7 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	}
 	t := &Tracer{
 		propagator: propagation.TraceContext{},
-		asParent:   opts.TraceparentAsParent,
+		asParent:   opts.Traceparent == TraceparentParent,
 		previous:   lru.New(opts.PreviousAttempts),
 	}
 	provider := opts.TracerProvider

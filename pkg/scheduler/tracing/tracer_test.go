@@ -411,21 +411,21 @@ func TestTraceparentAnnotation(t *testing.T) {
 	)
 	tests := []struct {
 		name          string
-		asParent      bool
+		role          tracing.TraceparentRole
 		annotation    string
 		wantLink      bool
 		wantParent    bool
 		wantMalformed uint64
 	}{
 		{name: "valid traceparent is linked, in a trace of the scheduler's", annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantLink: true},
-		{name: "as parent: valid traceparent joins the trace", asParent: true, annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantParent: true},
+		{name: "as parent: valid traceparent joins the trace", role: tracing.TraceparentParent, annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantParent: true},
 		{name: "malformed traceparent starts a new trace and is counted", annotation: "00-not-a-trace-01", wantMalformed: 1},
-		{name: "as parent: malformed traceparent starts a new trace and is counted", asParent: true, annotation: "00-not-a-trace-01", wantMalformed: 1},
+		{name: "as parent: malformed traceparent starts a new trace and is counted", role: tracing.TraceparentParent, annotation: "00-not-a-trace-01", wantMalformed: 1},
 		{name: "all-zero trace ID is malformed", annotation: "00-00000000000000000000000000000000-" + parentSpan + "-01", wantMalformed: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, sr := newTracerWith(t, 1_000_000, tracing.Options{TraceparentAsParent: tt.asParent})
+			tr, sr := newTracerWith(t, 1_000_000, tracing.Options{Traceparent: tt.role})
 			rec := scheduledRecord("web", "uid")
 			traceID := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: tt.annotation}), rec)
 			assertAllEnded(t, sr)
@@ -475,10 +475,10 @@ func TestCraftedTraceparentNotFavoured(t *testing.T) {
 		attempts = 20000
 		rate     = 10_000 // 1%: 200 expected, with a standard deviation of 14
 	)
-	for _, asParent := range []bool{false, true} {
+	for _, role := range []tracing.TraceparentRole{tracing.TraceparentLink, tracing.TraceparentParent} {
 		for _, annotation := range []string{crafted, ""} {
-			t.Run(fmt.Sprintf("asParent=%v/traceparent=%q", asParent, annotation), func(t *testing.T) {
-				tr, sr := newTracerWith(t, rate, tracing.Options{TraceparentAsParent: asParent})
+			t.Run(fmt.Sprintf("%s/traceparent=%q", role, annotation), func(t *testing.T) {
+				tr, sr := newTracerWith(t, rate, tracing.Options{Traceparent: role})
 				var annotations map[string]string
 				if annotation != "" {
 					annotations = map[string]string{tracing.TraceparentAnnotation: annotation}
@@ -491,7 +491,7 @@ func TestCraftedTraceparentNotFavoured(t *testing.T) {
 						continue
 					}
 					sampled++
-					if wantCaller := asParent && annotation != ""; (id == "4bf92f3577b34da60000000000000000") != wantCaller {
+					if wantCaller := role == tracing.TraceparentParent && annotation != ""; (id == "4bf92f3577b34da60000000000000000") != wantCaller {
 						t.Fatalf("attempt %d traced in %s; in the caller's trace: %v", i, id, wantCaller)
 					}
 				}
@@ -627,21 +627,21 @@ func TestSamplerRemoteParent(t *testing.T) {
 	tests := []struct {
 		name       string
 		rate       int32
-		asParent   bool
+		role       tracing.TraceparentRole
 		follow     bool
 		annotation string
 		want       bool
 	}{
 		{name: "sampled flag ignored at rate 0", rate: 0, annotation: sampled, want: false},
 		{name: "unsampled flag ignored at rate 100%", rate: 1_000_000, annotation: notSampled, want: true},
-		{name: "as parent: sampled flag ignored at rate 0", rate: 0, asParent: true, annotation: sampled, want: false},
-		{name: "as parent: unsampled flag ignored at rate 100%", rate: 1_000_000, asParent: true, annotation: notSampled, want: true},
-		{name: "followed: sampled flag traces at rate 0", rate: 0, asParent: true, follow: true, annotation: sampled, want: true},
-		{name: "followed: unsampled flag skips at rate 100%", rate: 1_000_000, asParent: true, follow: true, annotation: notSampled, want: false},
+		{name: "as parent: sampled flag ignored at rate 0", rate: 0, role: tracing.TraceparentParent, annotation: sampled, want: false},
+		{name: "as parent: unsampled flag ignored at rate 100%", rate: 1_000_000, role: tracing.TraceparentParent, annotation: notSampled, want: true},
+		{name: "followed: sampled flag traces at rate 0", rate: 0, role: tracing.TraceparentParent, follow: true, annotation: sampled, want: true},
+		{name: "followed: unsampled flag skips at rate 100%", rate: 1_000_000, role: tracing.TraceparentParent, follow: true, annotation: notSampled, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, sr := newTracerWith(t, tt.rate, tracing.Options{SlowThreshold: time.Second, TraceparentAsParent: tt.asParent, FollowTraceparentSampling: tt.follow})
+			tr, sr := newTracerWith(t, tt.rate, tracing.Options{SlowThreshold: time.Second, Traceparent: tt.role, FollowTraceparentSampling: tt.follow})
 			rec := scheduledRecord("web", "uid")
 			got := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: tt.annotation}), rec)
 			if (got != "") != tt.want {
@@ -654,14 +654,31 @@ func TestSamplerRemoteParent(t *testing.T) {
 	}
 }
 
-// TestFollowNeedsParent checks that following a traceparent's sampled flag
-// is refused unless the traceparent is the parent.
-func TestFollowNeedsParent(t *testing.T) {
+// TestTraceparentOptionsValidated checks that an unknown traceparent role
+// is refused, and that following a traceparent's sampled flag is unless the
+// traceparent is the parent.
+func TestTraceparentOptionsValidated(t *testing.T) {
 	rate := int32(0)
-	_, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: &rate},
-		tracing.Options{FollowTraceparentSampling: true, TracerProvider: sdktrace.NewTracerProvider()})
-	if err == nil || !strings.Contains(err.Error(), "TraceparentAsParent") {
-		t.Errorf("New with FollowTraceparentSampling alone: %v, want an error naming TraceparentAsParent", err)
+	for _, tt := range []struct {
+		name    string
+		opts    tracing.Options
+		wantErr string
+	}{
+		{name: "link", opts: tracing.Options{Traceparent: tracing.TraceparentLink}},
+		{name: "parent, followed", opts: tracing.Options{Traceparent: tracing.TraceparentParent, FollowTraceparentSampling: true}},
+		{name: "unknown role", opts: tracing.Options{Traceparent: "child"}, wantErr: `traceparent: Unsupported value: "child"`},
+		{name: "followed as a link", opts: tracing.Options{FollowTraceparentSampling: true}, wantErr: "needs traceparent: parent"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.TracerProvider = sdktrace.NewTracerProvider()
+			_, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: &rate}, tt.opts)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("New: %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }
 
