@@ -55,6 +55,10 @@ func TestInvalidValues(t *testing.T) {
 		{"cluster label not a label name", []string{"prometheusRule.clusterLabel=k8s-cluster"}, "at '/prometheusRule/clusterLabel'"},
 		{"selector with its braces", []string{"prometheusRule.schedulerSelector=up{job=\"x\"}"}, "at '/prometheusRule/schedulerSelector'"},
 		{"runbook URL not a URL", []string{"prometheusRule.runbookURL=docs/runbooks.md"}, "at '/prometheusRule/runbookURL'"},
+		{"scratch size not a quantity", []string{"scheduler.tmpSizeLimit=64 MB"}, "at '/scheduler/tmpSizeLimit'"},
+		{"API source not a CIDR", []string{"networkPolicy.apiServer.cidrs={10.0.0.1}"}, "at '/networkPolicy/apiServer/cidrs/0'"},
+		{"misspelt metrics source", []string{"networkPolicy.metrics.from[0].namespaceSelectr.matchLabels.a=b"}, "at '/networkPolicy/metrics/from/0': additional properties 'namespaceSelectr' not allowed"},
+		{"ServiceMonitor without the sidecar's CA", []string{"apiService.enabled=false", "apiService.certificate.source=secret", "apiService.certificate.secretName=x", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled with apiService.certificate.source secret needs apiService.certificate.caBundle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,7 +145,7 @@ func TestValues(t *testing.T) {
 				if got := slice(deploy.Object, "spec", "template", "spec", "topologySpreadConstraints"); got != nil {
 					t.Errorf("topologySpreadConstraints %v, want none", got)
 				}
-				want := []string{"config", "data", "tls", "tmp", "scheduler-token", "sidecar-token"}
+				want := []string{"config", "data", "tls", "scheduler-tmp", "sidecar-tmp", "scheduler-token", "sidecar-token"}
 				if diff := cmp.Diff(want, names(slice(deploy.Object, "spec", "template", "spec", "volumes"))); diff != "" {
 					t.Errorf("volumes (-want +got):\n%s", diff)
 				}

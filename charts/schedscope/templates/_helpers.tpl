@@ -164,4 +164,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.apiService.enabled (eq .Values.apiService.certificate.source "secret") (not .Values.apiService.certificate.caBundle) -}}
 {{- fail "apiService.certificate.source secret needs apiService.certificate.caBundle, the PEM of the CA that issued the Secret's certificate" -}}
 {{- end -}}
+{{- if and .Values.serviceMonitor.enabled (eq .Values.apiService.certificate.source "secret") (not .Values.apiService.certificate.caBundle) -}}
+{{- fail "serviceMonitor.enabled with apiService.certificate.source secret needs apiService.certificate.caBundle, the CA Prometheus verifies the sidecar with" -}}
+{{- end -}}
 {{- end }}

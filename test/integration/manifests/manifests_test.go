@@ -28,9 +28,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -469,6 +471,7 @@ func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 	checkTokens(t, deploy, byKind)
 
 	checkAPIService(t, r, byKind)
+	checkNetworkPolicy(t, r, byKind)
 	checkPlacement(t, r, deploy, byKind)
 	checkAPI(t, r, byKind)
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
@@ -477,7 +480,59 @@ func checkObjects(t *testing.T, r release, objs []*unstructured.Unstructured) {
 		}
 	}
 	if r.monitoring {
-		checkMonitoring(t, byKind)
+		checkMonitoring(t, r, byKind)
+	}
+}
+
+// checkNetworkPolicy checks that one NetworkPolicy selects the scheduler's
+// pod and the API's, that it restricts their ingress to the explain API's
+// port and the /metrics ports, and that the API's Service (the sidecar's)
+// does not reach the scheduler's port.
+func checkNetworkPolicy(t *testing.T, r release, byKind map[string][]*unstructured.Unstructured) {
+	t.Helper()
+	if len(byKind["NetworkPolicy"]) != 1 {
+		t.Fatalf("%d NetworkPolicies, want 1", len(byKind["NetworkPolicy"]))
+	}
+	var np networkingv1.NetworkPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(byKind["NetworkPolicy"][0].Object, &np); err != nil {
+		t.Fatal(err)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range byKind["Deployment"] {
+		l, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		if !selector.Matches(labels.Set(l)) {
+			t.Errorf("the NetworkPolicy (%s) does not select the pods of Deployment %s", selector, d.GetName())
+		}
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("the NetworkPolicy's policyTypes %v, want [Ingress]", np.Spec.PolicyTypes)
+	}
+	var ports []int32
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.Ports) == 0 {
+			t.Errorf("an ingress rule admits every port: %v", rule)
+		}
+		for _, p := range rule.Ports {
+			ports = append(ports, p.Port.IntVal)
+		}
+	}
+	slices.Sort(ports)
+	if want := []int32{10259, 10263, 10263}; !slices.Equal(ports, want) {
+		t.Errorf("the NetworkPolicy admits ports %v, want %v", ports, want)
+	}
+	for _, svc := range byKind["Service"] {
+		if svc.GetName() != "schedscope-sidecar" && svc.GetName() != "schedscope-api" {
+			continue
+		}
+		svcPorts, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range svcPorts {
+			if p := p.(map[string]any); p["targetPort"] != "https" {
+				t.Errorf("Service %s/%s (the explain API's) reaches port %v", r.namespace, svc.GetName(), p["targetPort"])
+			}
+		}
 	}
 }
 
@@ -663,9 +718,10 @@ func verifyServing(caBundle, crt, key, host string) error {
 }
 
 // checkMonitoring checks that the ServiceMonitor scrapes the scheduler and
-// the sidecar as the jobs the alert rules name, and that the PrometheusRule
-// holds the groups of the rule file promtool tests.
-func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructured) {
+// the sidecar as the jobs the alert rules name, verifying the sidecar's
+// certificate with the CA of its Secret for the Service's name, and that
+// the PrometheusRule holds the groups of the rule file promtool tests.
+func checkMonitoring(t *testing.T, r release, byKind map[string][]*unstructured.Unstructured) {
 	t.Helper()
 	rules := string(repoFile(t, "charts/schedscope/files/schedscope.rules.yaml"))
 	wantJobs := map[string]string{"scheduler": "schedscope-scheduler", "https": "schedscope-sidecar"}
@@ -674,6 +730,15 @@ func checkMonitoring(t *testing.T, byKind map[string][]*unstructured.Unstructure
 		gotJobs := map[string]string{}
 		for _, ep := range endpoints {
 			ep := ep.(map[string]any)
+			if ep["port"] == "https" {
+				want := map[string]any{
+					"ca":         map[string]any{"secret": map[string]any{"name": "schedscope-sidecar-tls", "key": "ca.crt"}},
+					"serverName": "schedscope-sidecar." + r.namespace + ".svc",
+				}
+				if diff := cmp.Diff(want, ep["tlsConfig"]); diff != "" {
+					t.Errorf("ServiceMonitor %s: the sidecar endpoint's tlsConfig (-want +got):\n%s", sm.GetName(), diff)
+				}
+			}
 			relabelings, _, _ := unstructured.NestedSlice(ep, "relabelings")
 			for _, r := range relabelings {
 				r := r.(map[string]any)
