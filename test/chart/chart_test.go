@@ -186,6 +186,44 @@ func TestValues(t *testing.T) {
 			},
 		},
 		{
+			name: "PostgreSQL verified with caSecret; an unverified one only with allowInsecure",
+			set: []string{
+				"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "sidecar.store.postgres.caSecret=pg-ca",
+				"sidecar.store.postgres.allowInsecure=true", "api.enabled=true",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, c := range []map[string]any{
+					container(t, find(t, objs, "Deployment", "schedscope"), "sidecar"),
+					container(t, find(t, objs, "Deployment", "schedscope-api"), "api"),
+				} {
+					env := map[string]any{}
+					for _, e := range slice(c, "env") {
+						env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+					}
+					if env["PGSSLROOTCERT"] != "/etc/schedscope/postgres-ca/ca.crt" || env["PGSSLMODE"] != "verify-full" {
+						t.Errorf("%s env %v, want PGSSLROOTCERT naming the CA and PGSSLMODE verify-full", c["name"], env)
+					}
+					if !slices.Contains(slice(c, "args"), any("--postgres-allow-insecure")) {
+						t.Errorf("%s args %v, want --postgres-allow-insecure", c["name"], slice(c, "args"))
+					}
+				}
+			},
+		},
+		{
+			name: "PostgreSQL without allowInsecure",
+			set:  []string{"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "api.enabled=true"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, c := range []map[string]any{
+					container(t, find(t, objs, "Deployment", "schedscope"), "sidecar"),
+					container(t, find(t, objs, "Deployment", "schedscope-api"), "api"),
+				} {
+					if args := slice(c, "args"); slices.Contains(args, any("--postgres-allow-insecure")) {
+						t.Errorf("%s args %v, want no --postgres-allow-insecure", c["name"], args)
+					}
+				}
+			},
+		},
+		{
 			name: "extra env alone",
 			set:  []string{"sidecar.extraEnv[0].name=GOMEMLIMIT", "sidecar.extraEnv[0].value=900MiB"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {

@@ -102,8 +102,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       key: {{ . }}
 {{- end }}
 {{- if $pg.caSecret }}
+# libpq's sslrootcert and, unless the URL says otherwise, sslmode.
 - name: PGSSLROOTCERT
   value: /etc/schedscope/postgres-ca/ca.crt
+- name: PGSSLMODE
+  value: verify-full
 {{- end }}
 {{- end }}
 

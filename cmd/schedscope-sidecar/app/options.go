@@ -43,6 +43,9 @@ type Options struct {
 	// Store is where the records are kept: sqlite:///PATH (a SQLite
 	// database file) or a postgres:// URL.
 	Store string
+	// PostgresAllowInsecure accepts a PostgreSQL store off this machine
+	// reached without verifying the server's certificate.
+	PostgresAllowInsecure bool
 	// ClusterName names the cluster whose scheduler the sidecar follows:
 	// its records, cursor and metrics carry it. Empty is the unnamed
 	// cluster.
@@ -111,6 +114,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.StreamTokenFile, "stream-token-file", o.StreamTokenFile, "File holding a bearer token sent to the record stream, read again on each (re)connection so that a rotated token is used; in a pod, /var/run/secrets/kubernetes.io/serviceaccount/token. Needs an https --stream-url. Empty sends none.")
 	fs.StringVar(&o.StreamCAFile, "stream-ca-file", o.StreamCAFile, "CA bundle (PEM) verifying the certificate of an https --stream-url; empty means the system roots.")
 	fs.StringVar(&o.Store, "store", o.Store, "Where the records are kept: sqlite:///PATH, a SQLite database file created if missing (its directory must exist), or a PostgreSQL URL postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full (libpq's parameters; the password from the PGPASSWORD environment variable or a .pgpass file, not the URL, so that it stays out of the process list), which several sidecars and API servers may share.")
+	fs.BoolVar(&o.PostgresAllowInsecure, "postgres-allow-insecure", o.PostgresAllowInsecure, "Accept a PostgreSQL --store on a host other than localhost, a loopback address or a Unix socket with an sslmode other than verify-full or verify-ca: without TLS, or with TLS that does not verify the server. Off, such a store is refused at start.")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The name of the cluster whose scheduler this sidecar follows, a DNS-1123 label (e.g. east): its records, its cursor in the stream and its schedscope_* metrics (label cluster) carry it, and its retention and namespace deletion touch only its records, so that the sidecars of several clusters can write one PostgreSQL store. Empty (the default) is the unnamed cluster of a single-cluster setup, which records stored before clusters were named belong to.")
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; the same as --store=sqlite:///PATH.")
 	_ = fs.MarkDeprecated("db-path", "use --store=sqlite:///PATH")
@@ -227,7 +231,9 @@ func (o *Options) Validate() error {
 			o.Store = "sqlite://" + path
 		}
 	}
-	if _, err := parseStore(o.Store); err != nil {
+	if loc, err := parseStore(o.Store); err != nil {
+		errs = append(errs, err)
+	} else if err := loc.checkPostgresTLS(o.PostgresAllowInsecure); err != nil {
 		errs = append(errs, err)
 	}
 	if err := store.ValidateClusterName(o.ClusterName); err != nil {
