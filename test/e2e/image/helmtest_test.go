@@ -35,12 +35,14 @@ var helmTestOutput = map[string][]string{
 // applies the hook's account and roles, and runs each container of the
 // hook's pod, which must name the sidecar's image (sidecarRendered, the
 // image the Deployment's sidecar has), from the sidecar image built here,
-// with a token of that account, until it exits. Every container must exit 0 with its expected output, which the
-// test logs. The kube-apiserver reaches the sidecar on the host's
-// loopback: the APIService's Service becomes an ExternalName of localhost
-// and the APIService names the sidecar's port (the test has no cluster
-// network), and the kube-apiserver still verifies the sidecar with the
-// APIService's caBundle for the Service's name.
+// with a token of that account, until it exits. Every container must exit
+// 0 with its expected output, which the test logs and writes to its
+// artifacts (go test -artifacts) as helm-test-<container>.log. The
+// kube-apiserver reaches the sidecar on the host's loopback: the
+// APIService's Service becomes an ExternalName of localhost and the
+// APIService names the sidecar's port (the test has no cluster network),
+// and the kube-apiserver still verifies the sidecar with the APIService's
+// caBundle for the Service's name.
 func runHelmTest(t *testing.T, cp *framework.ControlPlane, byName map[string]*unstructured.Unstructured, set []string, sidecarRendered, sidecarImage string, sidecarPort int) {
 	t.Helper()
 	routeAPIService(t, cp, byName["APIService/v1alpha1.schedscope.io"], sidecarPort)
@@ -84,6 +86,9 @@ func runHelmTest(t *testing.T, cp *framework.ControlPlane, byName map[string]*un
 		}
 		name := host.run(c, sidecarImage)
 		code, out := waitExit(t, name, 60*time.Second)
+		if err := os.WriteFile(filepath.Join(t.ArtifactDir(), "helm-test-"+c.Name+".log"), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		if code != 0 {
 			t.Errorf("helm test pod %s, container %s exited %d:\n%s", pod.Name, c.Name, code, out)
 			continue
