@@ -189,9 +189,9 @@ golangci-lint: ## Build golangci-lint, which make verify runs, from its tools mo
 	cd tools/golangci-lint && $(GO) build -o $(BIN)/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 .PHONY: image
-image: ## Build the OCI images with podman (Containerfile, FROM scratch) from static binaries built here: the sidecar's (IMAGE_TAG) and the scheduler's for each minor (IMAGE_TAG-k8s<minor>).
+image: ## Build the OCI images with podman (Containerfile, FROM scratch) from static binaries built here: the sidecar's with the kubectl plugin, which the chart's helm test runs (IMAGE_TAG), and the scheduler's for each minor (IMAGE_TAG-k8s<minor>).
 	@mkdir -p $(IMAGE_OUT)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/ ./cmd/schedscope-sidecar
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(IMAGE_OUT)/ ./cmd/schedscope-sidecar ./cmd/kubectl-schedscope
 	$(call podman-build,sidecar,$(IMAGE_TAG),$(IMAGE_OUT))
 	@for m in $(KUBE_MINORS); do $(MAKE) --no-print-directory image-scheduler KUBE_MINOR=$$m || exit 1; done
 	@# The images these tags named before, now untagged.

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -55,7 +54,7 @@ func TestInvalidValues(t *testing.T) {
 		{"authorization type without credentials", []string{"serviceMonitor.authorization.type=Bearer"}, "at '/serviceMonitor/authorization': properties 'credentials' required"},
 		{"credentials without a key", []string{"serviceMonitor.authorization.credentials.name=prometheus-token"}, "at '/serviceMonitor/authorization/credentials': missing property 'key'"},
 		{"global not an object", []string{"global=3"}, "at '/global': got number, want object"},
-		{"test image without a repository", []string{"test.image.repository="}, "at '/test/image/repository'"},
+		{"test image tag not a string", []string{"test.image.tag=1"}, "at '/test/image/tag'"},
 		{"cluster label not a label name", []string{"prometheusRule.clusterLabel=k8s-cluster"}, "at '/prometheusRule/clusterLabel'"},
 		{"selector with its braces", []string{"prometheusRule.schedulerSelector=up{job=\"x\"}"}, "at '/prometheusRule/schedulerSelector'"},
 		{"runbook URL not a URL", []string{"prometheusRule.runbookURL=docs/runbooks.md"}, "at '/prometheusRule/runbookURL'"},
@@ -433,10 +432,12 @@ func certificateDNSNames(t *testing.T, b64 string) []string {
 	return cert.DNSNames
 }
 
-// TestHelmTest checks the helm test hook: a pod running kubectl get --raw
-// of the status through the APIService, as an account bound to the role
-// that may read it, with labels the sidecar's Service does not select;
-// none without the APIService.
+// TestHelmTest checks the helm test hook: a pod running kubectl-schedscope
+// from the sidecar's image (or test.image), status and pending in the
+// release's namespace through the APIService, as an account bound to the
+// role that may read the status and to a role in the namespace that may
+// list its pending pods and pods alone, with labels the sidecar's Service
+// does not select; none without the APIService.
 func TestHelmTest(t *testing.T) {
 	objs := render(t, "schedscope")
 	var hooks []string
@@ -446,21 +447,27 @@ func TestHelmTest(t *testing.T) {
 		}
 	}
 	slices.Sort(hooks)
-	if diff := cmp.Diff([]string{"ClusterRoleBinding schedscope:test", "Pod schedscope-test", "ServiceAccount schedscope-test"}, hooks); diff != "" {
+	if diff := cmp.Diff([]string{"ClusterRoleBinding schedscope:test", "Pod schedscope-test", "Role schedscope:test", "RoleBinding schedscope:test", "ServiceAccount schedscope-test"}, hooks); diff != "" {
 		t.Errorf("test hooks (-want +got):\n%s", diff)
 	}
 
 	pod := find(t, objs, "Pod", "schedscope-test")
-	containers := slice(pod.Object, "spec", "containers")
-	if len(containers) != 1 {
-		t.Fatalf("%d containers, want 1", len(containers))
+	var sidecarImage any
+	for _, c := range slice(find(t, objs, "Deployment", "schedscope").Object, "spec", "template", "spec", "containers") {
+		if c := c.(map[string]any); c["name"] == "sidecar" {
+			sidecarImage = c["image"]
+		}
 	}
-	c := containers[0].(map[string]any)
-	if diff := cmp.Diff([]any{"get", "--raw", "/apis/schedscope.io/v1alpha1/status"}, c["args"]); diff != "" {
-		t.Errorf("args (-want +got):\n%s", diff)
+	var commands [][]any
+	for _, c := range slice(pod.Object, "spec", "containers") {
+		c := c.(map[string]any)
+		commands = append(commands, append(slices.Clone(c["command"].([]any)), c["args"].([]any)...))
+		if c["image"] != sidecarImage {
+			t.Errorf("container %s: image %v, want the sidecar's %v", c["name"], c["image"], sidecarImage)
+		}
 	}
-	if image := c["image"].(string); !regexp.MustCompile(`^registry\.k8s\.io/kubectl:v1\.[0-9]+\.0$`).MatchString(image) {
-		t.Errorf("image %s, want registry.k8s.io/kubectl of the cluster's minor", image)
+	if diff := cmp.Diff([][]any{{"/kubectl-schedscope", "status"}, {"/kubectl-schedscope", "pending", "--namespace", "schedscope"}}, commands); diff != "" {
+		t.Errorf("containers' commands (-want +got):\n%s", diff)
 	}
 	if got, _, _ := unstructured.NestedString(pod.Object, "spec", "serviceAccountName"); got != "schedscope-test" {
 		t.Errorf("serviceAccountName %q, want schedscope-test", got)
@@ -491,9 +498,37 @@ func TestHelmTest(t *testing.T) {
 		t.Error("schedscope:metrics-reader does not grant get on status in schedscope.io")
 	}
 
-	image := slice(find(t, render(t, "schedscope", "test.image.repository=kubectl.example.com/kubectl", "test.image.tag=v1.36.2"), "Pod", "schedscope-test").Object, "spec", "containers")[0].(map[string]any)["image"]
-	if image != "kubectl.example.com/kubectl:v1.36.2" {
-		t.Errorf("test.image: image %v, want kubectl.example.com/kubectl:v1.36.2", image)
+	namespaced := find(t, objs, "RoleBinding", "schedscope:test")
+	if got, _, _ := unstructured.NestedStringMap(namespaced.Object, "roleRef"); got["kind"] != "Role" || got["name"] != "schedscope:test" {
+		t.Errorf("the test's namespaced binding refers to %v, want Role schedscope:test", got)
+	}
+	if diff := cmp.Diff([]any{map[string]any{"kind": "ServiceAccount", "name": "schedscope-test", "namespace": "schedscope"}}, slice(namespaced.Object, "subjects")); diff != "" {
+		t.Errorf("namespaced binding's subjects (-want +got):\n%s", diff)
+	}
+	role := find(t, objs, "Role", "schedscope:test")
+	if role.GetNamespace() != "schedscope" {
+		t.Errorf("Role schedscope:test in namespace %q, want the release's schedscope", role.GetNamespace())
+	}
+	wantRules := []any{
+		map[string]any{"apiGroups": []any{"schedscope.io"}, "resources": []any{"pending"}, "verbs": []any{"list"}},
+		map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"list"}},
+	}
+	if diff := cmp.Diff(wantRules, slice(role.Object, "rules")); diff != "" {
+		t.Errorf("Role schedscope:test's rules (-want +got):\n%s", diff)
+	}
+
+	for _, tt := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"test.image.repository=kubectl.example.com/schedscope", "test.image.tag=v9"}, "kubectl.example.com/schedscope:v9"},
+		{[]string{"sidecar.image.repository=mirror.example.com/sidecar", "image.tag=v2"}, "mirror.example.com/sidecar:v2"},
+	} {
+		for _, c := range slice(find(t, render(t, "schedscope", tt.set...), "Pod", "schedscope-test").Object, "spec", "containers") {
+			if image := c.(map[string]any)["image"]; image != tt.want {
+				t.Errorf("%v: container %v: image %v, want %s", tt.set, c.(map[string]any)["name"], image, tt.want)
+			}
+		}
 	}
 	for _, o := range render(t, "schedscope", "apiService.enabled=false", "apiService.certificate.source=certManager") {
 		if o.GetAnnotations()["helm.sh/hook"] == "test" {

@@ -5,7 +5,9 @@
 // image schedules a pod; the sidecar image explains it through its API,
 // served with the certificate the APIService's caBundle verifies: in the
 // default topology (one pod, SQLite) and in the one beyond one machine
-// (the records in PostgreSQL, the API served by replicas of its own).
+// (the records in PostgreSQL, the API served by replicas of its own). In
+// the default topology the chart's `helm test` pod runs from the sidecar
+// image too, and asks through the kube-apiserver.
 package image
 
 import (
@@ -185,6 +187,15 @@ func TestImagesRunTheChart(t *testing.T) {
 	}
 	t.Logf("sidecar explains demo/web over TLS verified by the APIService's caBundle: attempt %d, result %s, node %s, profile %s, %d node(s) evaluated, %d feasible",
 		exp.Attempt, exp.Result, exp.SelectedNode, exp.Profile, exp.Nodes.Evaluated, exp.Nodes.Feasible)
+
+	// helm test: its pod asks the explain API through the kube-apiserver.
+	var sidecarRendered string
+	for _, c := range deploy.Spec.Containers {
+		if c.Name == "sidecar" {
+			sidecarRendered = c.Image
+		}
+	}
+	runHelmTest(t, cp, byName, set, sidecarRendered, images["sidecar"], ports["sidecar.securePort"])
 }
 
 // applyChart renders the chart with valuesFiles and set, applies its
@@ -306,10 +317,10 @@ type kubelet struct {
 // CA and namespace.
 const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// run starts container c from image, with extraArgs after the container's:
-// on the host's network, where pods of one template would share a port,
-// the caller gives each its own.
-func (k *kubelet) run(c corev1.Container, image string, extraArgs ...string) {
+// run starts container c from image, with extraArgs after the container's,
+// and returns the podman container's name: on the host's network, where
+// pods of one template would share a port, the caller gives each its own.
+func (k *kubelet) run(c corev1.Container, image string, extraArgs ...string) string {
 	t := k.t
 	name := fmt.Sprintf("schedscope-test-%s-%d", c.Name, time.Now().UnixNano())
 	host := strings.TrimPrefix(k.cp.Config.Host, "https://")
@@ -337,6 +348,14 @@ func (k *kubelet) run(c corev1.Container, image string, extraArgs ...string) {
 	if a := k.pod.AutomountServiceAccountToken; a == nil || *a {
 		args = append(args, "--volume", k.files(c.Name, "kube-api-access", k.credentials(k.pod.ServiceAccountName))+":"+tokenPath+":ro")
 	}
+	// The container's command replaces the image's entrypoint.
+	if len(c.Command) > 0 {
+		entrypoint, err := json.Marshal(c.Command)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--entrypoint", string(entrypoint))
+	}
 	args = append(args, image)
 	// The kubelet expands $(VAR) of the container's env in its args.
 	for _, a := range slices.Concat(c.Args, extraArgs) {
@@ -352,7 +371,8 @@ func (k *kubelet) run(c corev1.Container, image string, extraArgs ...string) {
 		}
 		_, _ = podman("rm", "--force", name)
 	})
-	t.Logf("podman run %s %s", image, strings.Join(slices.Concat(c.Args, extraArgs), " "))
+	t.Logf("podman run %s %s", image, strings.Join(slices.Concat(c.Command, c.Args, extraArgs), " "))
+	return name
 }
 
 // env resolves the container's env as the kubelet does: values (with
