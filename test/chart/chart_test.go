@@ -8,14 +8,17 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/schedscope/schedscope/cmd/schedscope-sidecar/app"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -31,6 +34,7 @@ func TestInvalidValues(t *testing.T) {
 		{"replicas without leader election", []string{"scheduler.replicas=2", "scheduler.leaderElection.enabled=false"}, "scheduler.replicas > 1 needs scheduler.leaderElection.enabled"},
 		{"replicas sharing one claim", []string{"scheduler.replicas=2", "sidecar.persistence.enabled=true"}, "sidecar.persistence.enabled needs scheduler.replicas 1"},
 		{"tracing without endpoint", []string{"tracing.enabled=true"}, "tracing.enabled needs tracing.endpoint"},
+		{"per-namespace count over the byte bound", []string{"sidecar.retention.maxBytes=536870912"}, "sidecar.retention.maxAttemptsPerNamespace 50000 does not fit sidecar.retention.maxBytes 536870912: at 19088 bytes on disk per attempt of a busy cluster, at most 28126 attempts do"},
 		{"plain and TLS tracing", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.insecure=true", "tracing.tlsSecret=ca"}, "tracing.insecure is plain gRPC and excludes tracing.tlsSecret"},
 		{"client certificate without Secret", []string{"tracing.enabled=true", "tracing.endpoint=c:4317", "tracing.clientCertificate=true"}, "tracing.clientCertificate needs tracing.tlsSecret"},
 		{"unknown certificate source", []string{"apiService.certificate.source=insecure"}, "at '/apiService/certificate/source': value must be one of 'generate', 'certManager', 'secret'"},
@@ -182,6 +186,44 @@ func TestValues(t *testing.T) {
 			},
 		},
 		{
+			name: "PostgreSQL verified with caSecret; an unverified one only with allowInsecure",
+			set: []string{
+				"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "sidecar.store.postgres.caSecret=pg-ca",
+				"sidecar.store.postgres.allowInsecure=true", "api.enabled=true",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, c := range []map[string]any{
+					container(t, find(t, objs, "Deployment", "schedscope"), "sidecar"),
+					container(t, find(t, objs, "Deployment", "schedscope-api"), "api"),
+				} {
+					env := map[string]any{}
+					for _, e := range slice(c, "env") {
+						env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
+					}
+					if env["PGSSLROOTCERT"] != "/etc/schedscope/postgres-ca/ca.crt" || env["PGSSLMODE"] != "verify-full" {
+						t.Errorf("%s env %v, want PGSSLROOTCERT naming the CA and PGSSLMODE verify-full", c["name"], env)
+					}
+					if !slices.Contains(slice(c, "args"), any("--postgres-allow-insecure")) {
+						t.Errorf("%s args %v, want --postgres-allow-insecure", c["name"], slice(c, "args"))
+					}
+				}
+			},
+		},
+		{
+			name: "PostgreSQL without allowInsecure",
+			set:  []string{"sidecar.store.type=postgres", "sidecar.store.postgres.secretName=pg", "api.enabled=true"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				for _, c := range []map[string]any{
+					container(t, find(t, objs, "Deployment", "schedscope"), "sidecar"),
+					container(t, find(t, objs, "Deployment", "schedscope-api"), "api"),
+				} {
+					if args := slice(c, "args"); slices.Contains(args, any("--postgres-allow-insecure")) {
+						t.Errorf("%s args %v, want no --postgres-allow-insecure", c["name"], args)
+					}
+				}
+			},
+		},
+		{
 			name: "extra env alone",
 			set:  []string{"sidecar.extraEnv[0].name=GOMEMLIMIT", "sidecar.extraEnv[0].value=900MiB"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -265,11 +307,45 @@ func TestValues(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:  "retention: the defaults' bounds agree, and 0 is no bound",
+			check: sidecarAcceptsRetention("--retention-max-bytes=1073741824", "--retention-max-attempts=0", "--retention-max-attempts-per-namespace=50000"),
+		},
+		{
+			name:  "retention: a per-namespace count that fits a lower byte bound",
+			set:   []string{"sidecar.retention.maxBytes=536870912", "sidecar.retention.maxAttemptsPerNamespace=28000", "sidecar.retention.maxAttempts=200000"},
+			check: sidecarAcceptsRetention("--retention-max-bytes=536870912", "--retention-max-attempts=200000", "--retention-max-attempts-per-namespace=28000"),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.check(t, render(t, "schedscope", tt.set...))
 		})
+	}
+}
+
+// sidecarAcceptsRetention checks that the sidecar's retention flags are
+// want and that the sidecar's options validate them.
+func sidecarAcceptsRetention(want ...string) func(t *testing.T, objs []*unstructured.Unstructured) {
+	return func(t *testing.T, objs []*unstructured.Unstructured) {
+		var got []string
+		for _, arg := range slice(container(t, find(t, objs, "Deployment", "schedscope"), "sidecar"), "args") {
+			if arg := arg.(string); strings.HasPrefix(arg, "--retention-max-") && !strings.HasPrefix(arg, "--retention-max-age=") {
+				got = append(got, arg)
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the sidecar's retention bounds (-want +got):\n%s", diff)
+		}
+		o := app.NewOptions()
+		fs := pflag.NewFlagSet("sidecar", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(append([]string{"--store=sqlite://" + filepath.Join(t.TempDir(), "records.db")}, got...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("the sidecar refuses the chart's retention flags %v: %v", got, err)
+		}
 	}
 }
 

@@ -102,8 +102,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
       key: {{ . }}
 {{- end }}
 {{- if $pg.caSecret }}
+# libpq's sslrootcert and, unless the URL says otherwise, sslmode.
 - name: PGSSLROOTCERT
   value: /etc/schedscope/postgres-ca/ca.crt
+- name: PGSSLMODE
+  value: verify-full
 {{- end }}
 {{- end }}
 
@@ -148,6 +151,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- if and .Values.sidecar.persistence.enabled (gt (int $s.replicas) 1) -}}
 {{- fail "sidecar.persistence.enabled needs scheduler.replicas 1: the database is one file on one claim, with one writer" -}}
+{{- end -}}
+{{- $r := .Values.sidecar.retention -}}
+{{- if and (gt (int64 $r.maxBytes) 0) (gt (int64 $r.maxAttemptsPerNamespace) (div (int64 $r.maxBytes) 19088)) -}}
+{{- fail (printf "sidecar.retention.maxAttemptsPerNamespace %d does not fit sidecar.retention.maxBytes %d: at 19088 bytes on disk per attempt of a busy cluster, at most %d attempts do; set at most that, or 0" (int64 $r.maxAttemptsPerNamespace) (int64 $r.maxBytes) (div (int64 $r.maxBytes) 19088)) -}}
 {{- end -}}
 {{- if and .Values.tracing.enabled (not .Values.tracing.endpoint) -}}
 {{- fail "tracing.enabled needs tracing.endpoint, the host:port of an OTLP gRPC receiver" -}}

@@ -31,7 +31,8 @@ type RecordOptions struct {
 	// SlowAttempt is the duration above which an attempt is always traced.
 	SlowAttempt time.Duration
 	// FollowTraceparentSampling lets a pod's traceparent annotation decide
-	// whether its attempts are traced.
+	// whether its attempts are traced; it needs the tracing configuration's
+	// traceparent: parent.
 	FollowTraceparentSampling bool
 	// ClusterName is the traces' k8s.cluster.name.
 	ClusterName string
@@ -52,8 +53,8 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "record-stream-address", o.BindAddress, "host:port the record stream listens on; empty disables it. Must be loopback unless --record-stream-allow-remote is set.")
 	fs.BoolVar(&o.AllowRemote, "record-stream-allow-remote", o.AllowRemote, "Serve the record stream over TLS and authenticated like the secure port: with its serving certificate, to callers its delegated authentication knows and its delegated authorization allows to get the path /v1/records. This allows a non-loopback --record-stream-address. Off, the stream is plain HTTP without authentication, on loopback only.")
 	fs.DurationVar(&o.Bookmark, "record-stream-bookmark-interval", o.Bookmark, "Interval of keep-alive events on an idle watch of the record stream.")
-	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) and the OTLP protocol (grpc or http/protobuf) for OpenTelemetry traces of scheduling attempts; the OTEL_EXPORTER_OTLP_* variables set what it does not. Empty turns tracing off.")
-	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced. Off, the annotation only parents the trace and the sampling rate decides: whoever creates a pod writes its annotations.")
+	fs.StringVar(&o.TracingConfigFile, "tracing-config-file", o.TracingConfigFile, "File with the apiserver.config.k8s.io TracingConfiguration (endpoint, samplingRatePerMillion) and the OTLP protocol (grpc or http/protobuf) and the role of a pod's schedscope.io/traceparent (link, the default, or parent) for OpenTelemetry traces of scheduling attempts; the OTEL_EXPORTER_OTLP_* variables set what it does not. Empty turns tracing off.")
+	fs.BoolVar(&o.FollowTraceparentSampling, "tracing-follow-traceparent-sampling", o.FollowTraceparentSampling, "Let the sampled flag of a pod's schedscope.io/traceparent annotation decide whether its attempts are traced; needs traceparent: parent in --tracing-config-file. Off, the sampling rate decides: whoever creates a pod writes its annotations.")
 	fs.StringVar(&o.ClusterName, "tracing-cluster-name", o.ClusterName, "The cluster's name, the k8s.cluster.name of the traces' resource. The resource also takes OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME from the environment.")
 	fs.StringVar(&o.Transport.CAFile, "tracing-ca-file", o.Transport.CAFile, "PEM certificates that verify the trace collector's serving certificate. Empty: the system's roots. TLS is used unless the endpoint is loopback or a unix socket and no TLS file is given, or --tracing-insecure is set. Any of the TLS flags replaces the OTEL_EXPORTER_OTLP_* security variables.")
 	fs.StringVar(&o.Transport.CertFile, "tracing-client-cert-file", o.Transport.CertFile, "PEM client certificate presented to the trace collector (with --tracing-client-key-file); read again at each connection.")

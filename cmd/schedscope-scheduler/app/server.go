@@ -146,7 +146,8 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 			profiles = append(profiles, p.SchedulerName)
 		}
 		if tracer, err = tracing.New(ctx, &tracingConfig.TracingConfiguration, tracing.Options{
-			SlowThreshold: recordOpts.SlowAttempt, FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
+			SlowThreshold: recordOpts.SlowAttempt, Traceparent: tracingConfig.Traceparent,
+			FollowTraceparentSampling: recordOpts.FollowTraceparentSampling, Profiles: profiles,
 			ClusterName: recordOpts.ClusterName, Transport: recordOpts.Transport, Protocol: tracingConfig.Protocol,
 		}); err != nil {
 			return nil, nil, nil, fmt.Errorf("starting the tracer: %w", err)

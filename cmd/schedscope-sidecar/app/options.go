@@ -43,6 +43,9 @@ type Options struct {
 	// Store is where the records are kept: sqlite:///PATH (a SQLite
 	// database file) or a postgres:// URL.
 	Store string
+	// PostgresAllowInsecure accepts a PostgreSQL store off this machine
+	// reached without verifying the server's certificate.
+	PostgresAllowInsecure bool
 	// ClusterName names the cluster whose scheduler the sidecar follows:
 	// its records, cursor and metrics carry it. Empty is the unnamed
 	// cluster.
@@ -125,13 +128,14 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.StreamTokenFile, "stream-token-file", o.StreamTokenFile, "File holding a bearer token sent to the record stream, read again on each (re)connection so that a rotated token is used; in a pod, /var/run/secrets/kubernetes.io/serviceaccount/token. Needs an https --stream-url. Empty sends none.")
 	fs.StringVar(&o.StreamCAFile, "stream-ca-file", o.StreamCAFile, "CA bundle (PEM) verifying the certificate of an https --stream-url; empty means the system roots.")
 	fs.StringVar(&o.Store, "store", o.Store, "Where the records are kept: sqlite:///PATH, a SQLite database file created if missing (its directory must exist), or a PostgreSQL URL postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full (libpq's parameters; the password from the PGPASSWORD environment variable or a .pgpass file, not the URL, so that it stays out of the process list), which several sidecars and API servers may share.")
+	fs.BoolVar(&o.PostgresAllowInsecure, "postgres-allow-insecure", o.PostgresAllowInsecure, "Accept a PostgreSQL --store on a host other than localhost, a loopback address or a Unix socket with an sslmode other than verify-full or verify-ca: without TLS, or with TLS that does not verify the server. Off, such a store is refused at start.")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The name of the cluster whose scheduler this sidecar follows, a DNS-1123 label (e.g. east): its records, its cursor in the stream and its schedscope_* metrics (label cluster) carry it, and its retention and namespace deletion touch only its records, so that the sidecars of several clusters can write one PostgreSQL store. Empty (the default) is the unnamed cluster of a single-cluster setup, which records stored before clusters were named belong to.")
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; the same as --store=sqlite:///PATH.")
 	_ = fs.MarkDeprecated("db-path", "use --store=sqlite:///PATH")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")
-	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest; 0 means no bound.")
-	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest, so that no namespace's retries push the others' history out; 0 means no bound.")
-	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts; 0 means no bound. Leave room below the volume's size limit.")
+	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest; at most --retention-max-bytes / 19088 (a busy cluster's attempt on disk) when that is set; 0 means no bound.")
+	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound. Leave room below the volume's size limit.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.IntVar(&o.MaxInFlight, "max-requests-in-flight", o.MaxInFlight, "API requests of all callers together in flight at once; more are answered 429 with Retry-After.")
@@ -245,7 +249,9 @@ func (o *Options) Validate() error {
 			o.Store = "sqlite://" + path
 		}
 	}
-	if _, err := parseStore(o.Store); err != nil {
+	if loc, err := parseStore(o.Store); err != nil {
+		errs = append(errs, err)
+	} else if err := loc.checkPostgresTLS(o.PostgresAllowInsecure); err != nil {
 		errs = append(errs, err)
 	}
 	if err := store.ValidateClusterName(o.ClusterName); err != nil {
@@ -262,6 +268,10 @@ func (o *Options) Validate() error {
 	}
 	if o.Retention.MaxDiskBytes < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-bytes %d must not be negative", o.Retention.MaxDiskBytes))
+	}
+	if r := o.Retention; r.MaxDiskBytes > 0 && r.MaxAttemptsPerNamespace > r.MaxDiskBytes/store.BusyAttemptBytes {
+		errs = append(errs, fmt.Errorf("--retention-max-attempts-per-namespace %d does not fit --retention-max-bytes %d: at %d bytes on disk per attempt of a busy cluster, at most %d attempts do; set at most that, or 0 to leave each namespace to its fair share of the bytes",
+			r.MaxAttemptsPerNamespace, r.MaxDiskBytes, store.BusyAttemptBytes, r.MaxDiskBytes/store.BusyAttemptBytes))
 	}
 	for _, limit := range []struct {
 		flag  string

@@ -43,6 +43,10 @@ func TestValidate(t *testing.T) {
 		{name: "cluster name not a label", args: []string{"--cluster-name=East_1"}, wantErr: []string{"--cluster-name", `cluster name "East_1" is not a DNS-1123 label`}},
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
+		{name: "per-namespace count fits the bytes", args: []string{"--retention-max-bytes=1073741824", "--retention-max-attempts-per-namespace=56252"}},
+		{name: "per-namespace count over the bytes", args: []string{"--retention-max-bytes=1073741824", "--retention-max-attempts-per-namespace=56253"}, wantErr: []string{"--retention-max-attempts-per-namespace 56253 does not fit --retention-max-bytes 1073741824", "at most 56252 attempts do"}},
+		{name: "per-namespace count without a byte bound", args: []string{"--retention-max-bytes=0", "--retention-max-attempts-per-namespace=10000000"}},
+		{name: "default per-namespace count over a lower byte bound", args: []string{"--retention-max-bytes=536870912"}, wantErr: []string{"--retention-max-attempts-per-namespace 100000 does not fit"}},
 		{name: "zero interval", args: []string{"--retention-interval=0s"}, wantErr: []string{"--retention-interval"}},
 		{name: "no request per user", args: []string{"--max-requests-in-flight-per-user=0"}, wantErr: []string{"--max-requests-in-flight-per-user 0 must be at least 1"}},
 		{name: "no request at all", args: []string{"--max-requests-in-flight=0"}, wantErr: []string{"--max-requests-in-flight 0 must be at least 1"}},
@@ -108,5 +112,64 @@ func TestDBPathIsStore(t *testing.T) {
 	}
 	if want := "sqlite://" + path; o.Store != want {
 		t.Errorf("--store %q, want %q", o.Store, want)
+	}
+}
+
+// TestPostgresTLSRequired: a PostgreSQL store off this machine must verify
+// the server's certificate, unless --postgres-allow-insecure says otherwise.
+func TestPostgresTLSRequired(t *testing.T) {
+	const refused = "which does not verify the server: add sslmode=verify-full and sslrootcert="
+	tests := []struct {
+		name        string
+		store       string
+		pgSSLMode   string
+		allow       bool
+		wantRefused bool
+	}{
+		{name: "remote verify-full", store: "postgres://u@db.example:5432/x?sslmode=verify-full"},
+		{name: "remote verify-ca", store: "postgres://u@db.example/x?sslmode=verify-ca"},
+		{name: "remote without sslmode (prefer)", store: "postgres://u@db.example/x", wantRefused: true},
+		{name: "remote disable", store: "postgres://u@db.example/x?sslmode=disable", wantRefused: true},
+		{name: "remote allow", store: "postgres://u@db.example/x?sslmode=allow", wantRefused: true},
+		{name: "remote require", store: "postgres://u@db.example/x?sslmode=require", wantRefused: true},
+		{name: "remote IP disable", store: "postgres://u@10.0.0.5/x?sslmode=disable", wantRefused: true},
+		{name: "remote IPv6 require", store: "postgres://u@[2001:db8::1]:5432/x?sslmode=require", wantRefused: true},
+		{name: "remote disable allowed by the flag", store: "postgres://u@db.example/x?sslmode=disable", allow: true},
+		{name: "remote prefer allowed by the flag", store: "postgres://u@db.example/x", allow: true},
+		{name: "PGSSLMODE verify-full", store: "postgres://u@db.example/x", pgSSLMode: "verify-full"},
+		{name: "URL's sslmode wins over PGSSLMODE", store: "postgres://u@db.example/x?sslmode=require", pgSSLMode: "verify-full", wantRefused: true},
+		{name: "one remote host among loopback ones", store: "postgres://u@127.0.0.1:5432,db.example:5432/x?sslmode=disable", wantRefused: true},
+		{name: "127.0.0.1 disable", store: "postgres://u@127.0.0.1:5432/x?sslmode=disable"},
+		{name: "127.0.0.0/8 disable", store: "postgres://u@127.1.2.3/x?sslmode=disable"},
+		{name: "::1 disable", store: "postgres://u@[::1]:5432/x?sslmode=disable"},
+		{name: "localhost prefer", store: "postgres://u@localhost/x"},
+		{name: "Unix socket as host parameter", store: "postgres:///x?host=/var/run/postgresql&sslmode=disable"},
+		{name: "sqlite", store: "sqlite://" + filepath.Join(t.TempDir(), "records.db")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PGSSLMODE", tt.pgSSLMode)
+			t.Setenv("PGHOST", "")
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			args := []string{"--store=" + tt.store}
+			if tt.allow {
+				args = append(args, "--postgres-allow-insecure")
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if got := err != nil && strings.Contains(err.Error(), refused); got != tt.wantRefused {
+				t.Fatalf("Validate() = %v; refused for TLS: %v, want %v", err, got, tt.wantRefused)
+			}
+			if !tt.wantRefused && err != nil {
+				t.Fatalf("Validate() = %v, want no error", err)
+			}
+			if tt.wantRefused && !strings.Contains(err.Error(), "--postgres-allow-insecure") {
+				t.Errorf("Validate() = %v, want it to name --postgres-allow-insecure", err)
+			}
+		})
 	}
 }

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +23,12 @@ import (
 type storeLocation struct {
 	sqlitePath  string
 	postgresURL string
+	// postgresHosts are the hosts the PostgreSQL URL reaches, a Unix
+	// socket's directory for a socket.
+	postgresHosts []string
+	// postgresSSLMode is the URL's sslmode, or PGSSLMODE's, or libpq's
+	// default, prefer.
+	postgresSSLMode string
 	// display names the store in messages, without a password.
 	display string
 }
@@ -45,14 +54,51 @@ func parseStore(raw string) (storeLocation, error) {
 		}
 		loc.sqlitePath = u.Path
 	case "postgres", "postgresql":
-		if _, err := pgx.ParseConfig(raw); err != nil {
+		cfg, err := pgx.ParseConfig(raw)
+		if err != nil {
 			return loc, fmt.Errorf("--store %q: not a PostgreSQL connection URL: %s", loc.display, parseCause(err, u))
 		}
 		loc.postgresURL = raw
+		loc.postgresHosts = []string{cfg.Host}
+		for _, f := range cfg.Fallbacks {
+			if !slices.Contains(loc.postgresHosts, f.Host) {
+				loc.postgresHosts = append(loc.postgresHosts, f.Host)
+			}
+		}
+		loc.postgresSSLMode = cmp.Or(u.Query().Get("sslmode"), os.Getenv("PGSSLMODE"), "prefer")
 	default:
 		return loc, fmt.Errorf("--store %q: the scheme must be sqlite or postgres", loc.display)
 	}
 	return loc, nil
+}
+
+// checkPostgresTLS refuses a PostgreSQL store reached over the network
+// without verifying the server's certificate, unless allowInsecure: every
+// sslmode but verify-full and verify-ca lets whoever sits on the path read
+// the records and the password, or pose as the server. A loopback host or
+// a Unix socket needs no TLS.
+func (loc storeLocation) checkPostgresTLS(allowInsecure bool) error {
+	if loc.postgresURL == "" || allowInsecure || loc.postgresSSLMode == "verify-full" || loc.postgresSSLMode == "verify-ca" {
+		return nil
+	}
+	for _, host := range loc.postgresHosts {
+		if !isLocalHost(host) {
+			return fmt.Errorf("--store %q: PostgreSQL at %s is reached with sslmode=%s, which does not verify the server: "+
+				"add sslmode=verify-full and sslrootcert=/PATH/TO/ca.crt (the CA of the server's certificate) to the URL, "+
+				"or set --postgres-allow-insecure to accept a connection that is not verified", loc.display, host, loc.postgresSSLMode)
+		}
+	}
+	return nil
+}
+
+// isLocalHost reports whether a PostgreSQL host is this machine: a Unix
+// socket's directory, localhost or a loopback address.
+func isLocalHost(host string) bool {
+	if strings.HasPrefix(host, "/") || host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // redacted is u with its password masked, in the user info and in a

@@ -102,6 +102,9 @@ const (
 	ScorePluginsKey = attribute.Key("schedscope.score.plugins")
 	// PreviousAttemptKey, on a link, is the number of the linked attempt.
 	PreviousAttemptKey = attribute.Key("schedscope.previous_attempt")
+	// CallerKey, true on a link, marks the link to the span of the pod's
+	// TraceparentAnnotation.
+	CallerKey = attribute.Key("schedscope.caller")
 )
 
 // Bounds on per-node detail, so that a trace stays small on large clusters.

@@ -99,6 +99,26 @@ samplingRatePerMillion: 1000000
 			wantErr: []string{"endpoint", "unsupported scheme"},
 		},
 		{
+			name:    "traceparent parent",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\ntraceparent: parent\nprotocol: grpc\n",
+			want:    &tracing.Config{Protocol: tracing.ProtocolGRPC, Traceparent: tracing.TraceparentParent},
+		},
+		{
+			name:    "traceparent link, as JSON",
+			content: `{"apiVersion": "apiserver.config.k8s.io/v1", "kind": "TracingConfiguration", "traceparent": "link"}`,
+			want:    &tracing.Config{Traceparent: tracing.TraceparentLink},
+		},
+		{
+			name:    "unsupported traceparent",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\ntraceparent: child\n",
+			wantErr: []string{"traceparent", `"child"`, `supported values: "link", "parent"`},
+		},
+		{
+			name:    "traceparent not a string",
+			content: "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\ntraceparent: true\n",
+			wantErr: []string{"traceparent", "must be a string"},
+		},
+		{
 			// kube-apiserver reads such a file as a TracingConfiguration too.
 			name:    "no apiVersion and kind",
 			content: "endpoint: localhost:4317\n",

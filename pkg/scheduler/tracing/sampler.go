@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -13,10 +14,16 @@ import (
 // NewSampler returns the sampler of schedscope's traces. It samples
 // ratePerMillion of the attempts (nil means 0), and it always samples an
 // attempt that did not schedule its pod or whose latency, queue wait
-// excluded, exceeds slow (0 or less: no latency rule). A remote parent, a
-// pod's TraceparentAnnotation, decides instead of the rate only when
-// followRemoteParent is set: the annotation is written by whoever creates
-// the pod, and its sampled flag would otherwise force tracing at any rate.
+// excluded, exceeds slow (0 or less: no latency rule).
+//
+// The rate never reads a trace ID a pod chose. A root without a parent has
+// a trace ID the SDK drew at random, and the rate decides on it
+// (TraceIDRatioBased). A root under a remote parent, a pod's
+// TraceparentAnnotation made the parent (TraceparentParent), has
+// the caller's trace ID, which whoever creates the pod writes: the rate
+// decides there by a random draw of the scheduler's own. The remote
+// parent's sampled flag decides instead only when followRemoteParent is
+// set: it would otherwise force tracing at any rate.
 //
 // Because a trace is built after the attempt finished, its root span starts
 // with the result and the latency as attributes, and the sampler decides on
@@ -30,7 +37,8 @@ func NewSampler(ratePerMillion *int32, slow time.Duration, followRemoteParent bo
 	ratio := sdktrace.TraceIDRatioBased(fraction)
 	base := sdktrace.ParentBased(ratio)
 	if !followRemoteParent {
-		base = sdktrace.ParentBased(ratio, sdktrace.WithRemoteParentSampled(ratio), sdktrace.WithRemoteParentNotSampled(ratio))
+		draw := randomSampler{fraction: fraction}
+		base = sdktrace.ParentBased(ratio, sdktrace.WithRemoteParentSampled(draw), sdktrace.WithRemoteParentNotSampled(draw))
 	}
 	return &sampler{
 		base: base,
@@ -78,3 +86,25 @@ func (s *sampler) forced(p sdktrace.SamplingParameters) bool {
 
 // Description implements sdktrace.Sampler.
 func (s *sampler) Description() string { return s.desc }
+
+// randomSampler samples fraction of the spans by a random draw, whatever
+// their trace ID.
+type randomSampler struct {
+	fraction float64
+}
+
+var _ sdktrace.Sampler = randomSampler{}
+
+// ShouldSample implements sdktrace.Sampler.
+func (r randomSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	decision := sdktrace.Drop
+	if rand.Float64() < r.fraction {
+		decision = sdktrace.RecordAndSample
+	}
+	return sdktrace.SamplingResult{Decision: decision, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+
+// Description implements sdktrace.Sampler.
+func (r randomSampler) Description() string {
+	return fmt.Sprintf("RandomSampler{%g}", r.fraction)
+}

@@ -12,6 +12,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	tracingapi "k8s.io/component-base/tracing/api/v1"
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -26,9 +27,10 @@ const (
 	// ServiceName is the service.name of the scheduler's traces.
 	ServiceName = "schedscope-scheduler"
 	// TraceparentAnnotation, set on a pod to a W3C traceparent
-	// ("00-<trace-id>-<span-id>-<flags>"), makes every scheduling attempt of
-	// the pod a child of that span, e.g. of the span of the deployment tool
-	// that created the pod. A malformed value is ignored.
+	// ("00-<trace-id>-<span-id>-<flags>"), links every scheduling attempt of
+	// the pod to that span, e.g. to the span of the deployment tool that
+	// created the pod; with the role TraceparentParent (Options.Traceparent)
+	// the span is the attempt's parent instead. A malformed value is ignored.
 	TraceparentAnnotation = "schedscope.io/traceparent"
 )
 
@@ -65,9 +67,12 @@ type Options struct {
 	// remembered, to link the next attempt to it. 0 means
 	// DefaultPreviousAttempts.
 	PreviousAttempts int
+	// Traceparent is the role of a pod's TraceparentAnnotation,
+	// Config.Traceparent. Empty means TraceparentLink.
+	Traceparent TraceparentRole
 	// FollowTraceparentSampling lets the sampled flag of a pod's
 	// TraceparentAnnotation decide whether its attempts are traced, instead
-	// of the sampling rate.
+	// of the sampling rate. It needs Traceparent TraceparentParent.
 	FollowTraceparentSampling bool
 	// Profiles are the scheduler's profile names, set on the resource.
 	Profiles []string
@@ -101,6 +106,9 @@ type Tracer struct {
 	provider   *sdktrace.TracerProvider
 	queue      *queueProcessor
 	propagator propagation.TextMapPropagator
+	// asParent makes a pod's traceparent the parent of its attempts rather
+	// than a link.
+	asParent bool
 	// previous maps a pod UID to the root span of its last traced attempt.
 	previous *lru.Cache
 
@@ -125,6 +133,15 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	if err := validateConfig(cfg); err != nil {
 		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
 	}
+	if opts.Traceparent == "" {
+		opts.Traceparent = TraceparentLink
+	}
+	if err := validateTraceparentRole(opts.Traceparent, field.NewPath(traceparentField)); err != nil {
+		return nil, fmt.Errorf("invalid tracing configuration: %w", err)
+	}
+	if opts.FollowTraceparentSampling && opts.Traceparent != TraceparentParent {
+		return nil, fmt.Errorf("following the sampled flag of a pod's traceparent needs %s: %s in the tracing configuration", traceparentField, TraceparentParent)
+	}
 	if opts.SlowThreshold == 0 {
 		opts.SlowThreshold = DefaultSlowThreshold
 	}
@@ -139,6 +156,7 @@ func New(ctx context.Context, cfg *tracingapi.TracingConfiguration, opts Options
 	}
 	t := &Tracer{
 		propagator: propagation.TraceContext{},
+		asParent:   opts.Traceparent == TraceparentParent,
 		previous:   lru.New(opts.PreviousAttempts),
 	}
 	provider := opts.TracerProvider
@@ -182,8 +200,15 @@ func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 		t.skipped.Add(1)
 		return ""
 	}
-	ctx := t.parentContext(pod)
+	ctx := context.Background()
 	var links []trace.Link
+	if caller := t.callerSpan(pod); caller.IsValid() {
+		if t.asParent {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, caller)
+		} else {
+			links = append(links, trace.Link{SpanContext: caller, Attributes: []attribute.KeyValue{CallerKey.Bool(true)}})
+		}
+	}
 	if prev, ok := t.previous.Get(rec.Pod.UID); ok {
 		p := prev.(previousAttempt)
 		links = append(links, trace.Link{
@@ -206,27 +231,26 @@ func (t *Tracer) Trace(pod *v1.Pod, rec *record.Attempt) string {
 	return root.TraceID().String()
 }
 
-// parentContext returns a context holding the remote span of pod's
-// TraceparentAnnotation, or an empty context.
-func (t *Tracer) parentContext(pod *v1.Pod) context.Context {
-	ctx := context.Background()
+// callerSpan returns the remote span of pod's TraceparentAnnotation, or an
+// invalid span context when there is none or it is malformed.
+func (t *Tracer) callerSpan(pod *v1.Pod) trace.SpanContext {
 	if pod == nil {
-		return ctx
+		return trace.SpanContext{}
 	}
 	value, ok := pod.Annotations[TraceparentAnnotation]
 	if !ok {
-		return ctx
+		return trace.SpanContext{}
 	}
-	ctx = t.propagator.Extract(ctx, propagation.MapCarrier{"traceparent": value})
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	ctx := t.propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": value})
+	caller := trace.SpanContextFromContext(ctx)
+	if !caller.IsValid() {
 		t.malformed.Add(1)
-		return context.Background()
 	}
-	return ctx
+	return caller
 }
 
 // MalformedTraceparents counts the pods whose TraceparentAnnotation could
-// not be parsed; their attempts were traced as new traces.
+// not be parsed; their attempts were traced without the caller's span.
 func (t *Tracer) MalformedTraceparents() uint64 {
 	if t == nil {
 		return 0

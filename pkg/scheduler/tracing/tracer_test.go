@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -25,21 +26,21 @@ import (
 // newRecordingTracer returns a Tracer whose spans go to a SpanRecorder,
 // through a provider with schedscope's sampler at rate (per million).
 func newRecordingTracer(t *testing.T, rate int32, slow time.Duration) (*tracing.Tracer, *tracetest.SpanRecorder) {
-	return newTracerFollowing(t, rate, slow, false)
+	return newTracerWith(t, rate, tracing.Options{SlowThreshold: slow})
 }
 
-// newTracerFollowing is newRecordingTracer whose sampler lets a pod's
-// traceparent decide when followRemoteParent is set.
-func newTracerFollowing(t *testing.T, rate int32, slow time.Duration, followRemoteParent bool) (*tracing.Tracer, *tracetest.SpanRecorder) {
+// newTracerWith is newRecordingTracer with opts, whose sampler lets a pod's
+// traceparent decide when opts.FollowTraceparentSampling is set.
+func newTracerWith(t *testing.T, rate int32, opts tracing.Options) (*tracing.Tracer, *tracetest.SpanRecorder) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSampler(tracing.NewSampler(&rate, slow, followRemoteParent)),
+		sdktrace.WithSampler(tracing.NewSampler(&rate, opts.SlowThreshold, opts.FollowTraceparentSampling)),
 		sdktrace.WithSpanProcessor(sr),
 	)
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	tr, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: &rate},
-		tracing.Options{TracerProvider: tp, SlowThreshold: slow})
+	opts.TracerProvider = tp
+	tr, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: &rate}, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -410,17 +411,21 @@ func TestTraceparentAnnotation(t *testing.T) {
 	)
 	tests := []struct {
 		name          string
+		role          tracing.TraceparentRole
 		annotation    string
+		wantLink      bool
 		wantParent    bool
 		wantMalformed uint64
 	}{
-		{name: "valid traceparent joins the trace", annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantParent: true},
+		{name: "valid traceparent is linked, in a trace of the scheduler's", annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantLink: true},
+		{name: "as parent: valid traceparent joins the trace", role: tracing.TraceparentParent, annotation: "00-" + parentTrace + "-" + parentSpan + "-01", wantParent: true},
 		{name: "malformed traceparent starts a new trace and is counted", annotation: "00-not-a-trace-01", wantMalformed: 1},
+		{name: "as parent: malformed traceparent starts a new trace and is counted", role: tracing.TraceparentParent, annotation: "00-not-a-trace-01", wantMalformed: 1},
 		{name: "all-zero trace ID is malformed", annotation: "00-00000000000000000000000000000000-" + parentSpan + "-01", wantMalformed: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, sr := newRecordingTracer(t, 1_000_000, 0)
+			tr, sr := newTracerWith(t, 1_000_000, tracing.Options{Traceparent: tt.role})
 			rec := scheduledRecord("web", "uid")
 			traceID := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: tt.annotation}), rec)
 			assertAllEnded(t, sr)
@@ -428,6 +433,19 @@ func TestTraceparentAnnotation(t *testing.T) {
 			parent := root.Parent()
 			if got := parent.IsValid(); got != tt.wantParent {
 				t.Fatalf("root has a parent: %v, want %v", got, tt.wantParent)
+			}
+			links := root.Links()
+			if got := len(links) == 1; got != tt.wantLink || len(links) > 1 {
+				t.Fatalf("root has links %v, want the caller's: %v", links, tt.wantLink)
+			}
+			if tt.wantLink {
+				caller := links[0].SpanContext
+				if caller.TraceID().String() != parentTrace || caller.SpanID().String() != parentSpan || !caller.IsRemote() {
+					t.Errorf("root links to %s/%s remote=%v, want %s/%s remote", caller.TraceID(), caller.SpanID(), caller.IsRemote(), parentTrace, parentSpan)
+				}
+				if diff := cmp.Diff(map[attribute.Key]any{tracing.CallerKey: true}, attrs(links[0].Attributes)); diff != "" {
+					t.Errorf("caller link attributes (-want +got):\n%s", diff)
+				}
 			}
 			if tt.wantParent {
 				if parent.TraceID().String() != parentTrace || parent.SpanID().String() != parentSpan || !parent.IsRemote() {
@@ -443,6 +461,47 @@ func TestTraceparentAnnotation(t *testing.T) {
 				t.Errorf("MalformedTraceparents() = %d, want %d", got, tt.wantMalformed)
 			}
 		})
+	}
+}
+
+// TestCraftedTraceparentNotFavoured traces many attempts of pods whose
+// traceparent has a trace ID crafted to pass a trace-ID ratio sampler (its
+// low 8 bytes zero) at a low rate: they are sampled at the rate, as pods
+// without a traceparent are, and never in the caller's trace unless it is
+// made the parent.
+func TestCraftedTraceparentNotFavoured(t *testing.T) {
+	const (
+		crafted  = "00-4bf92f3577b34da60000000000000000-00f067aa0ba902b7-01"
+		attempts = 20000
+		rate     = 10_000 // 1%: 200 expected, with a standard deviation of 14
+	)
+	for _, role := range []tracing.TraceparentRole{tracing.TraceparentLink, tracing.TraceparentParent} {
+		for _, annotation := range []string{crafted, ""} {
+			t.Run(fmt.Sprintf("%s/traceparent=%q", role, annotation), func(t *testing.T) {
+				tr, sr := newTracerWith(t, rate, tracing.Options{Traceparent: role})
+				var annotations map[string]string
+				if annotation != "" {
+					annotations = map[string]string{tracing.TraceparentAnnotation: annotation}
+				}
+				sampled := 0
+				for i := range attempts {
+					rec := scheduledRecord("web", fmt.Sprintf("uid-%d", i))
+					id := tr.Trace(podOf(rec, annotations), rec)
+					if id == "" {
+						continue
+					}
+					sampled++
+					if wantCaller := role == tracing.TraceparentParent && annotation != ""; (id == "4bf92f3577b34da60000000000000000") != wantCaller {
+						t.Fatalf("attempt %d traced in %s; in the caller's trace: %v", i, id, wantCaller)
+					}
+				}
+				// Six standard deviations either side of the expected 200.
+				if sampled < 115 || sampled > 285 {
+					t.Errorf("%d of %d attempts sampled at %d per million, want about %d", sampled, attempts, rate, attempts*rate/1_000_000)
+				}
+				assertAllEnded(t, sr)
+			})
+		}
 	}
 }
 
@@ -568,18 +627,21 @@ func TestSamplerRemoteParent(t *testing.T) {
 	tests := []struct {
 		name       string
 		rate       int32
+		role       tracing.TraceparentRole
 		follow     bool
 		annotation string
 		want       bool
 	}{
 		{name: "sampled flag ignored at rate 0", rate: 0, annotation: sampled, want: false},
 		{name: "unsampled flag ignored at rate 100%", rate: 1_000_000, annotation: notSampled, want: true},
-		{name: "followed: sampled flag traces at rate 0", rate: 0, follow: true, annotation: sampled, want: true},
-		{name: "followed: unsampled flag skips at rate 100%", rate: 1_000_000, follow: true, annotation: notSampled, want: false},
+		{name: "as parent: sampled flag ignored at rate 0", rate: 0, role: tracing.TraceparentParent, annotation: sampled, want: false},
+		{name: "as parent: unsampled flag ignored at rate 100%", rate: 1_000_000, role: tracing.TraceparentParent, annotation: notSampled, want: true},
+		{name: "followed: sampled flag traces at rate 0", rate: 0, role: tracing.TraceparentParent, follow: true, annotation: sampled, want: true},
+		{name: "followed: unsampled flag skips at rate 100%", rate: 1_000_000, role: tracing.TraceparentParent, follow: true, annotation: notSampled, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, sr := newTracerFollowing(t, tt.rate, time.Second, tt.follow)
+			tr, sr := newTracerWith(t, tt.rate, tracing.Options{SlowThreshold: time.Second, Traceparent: tt.role, FollowTraceparentSampling: tt.follow})
 			rec := scheduledRecord("web", "uid")
 			got := tr.Trace(podOf(rec, map[string]string{tracing.TraceparentAnnotation: tt.annotation}), rec)
 			if (got != "") != tt.want {
@@ -587,6 +649,34 @@ func TestSamplerRemoteParent(t *testing.T) {
 			}
 			if !tt.want && len(sr.Ended()) != 0 {
 				t.Errorf("%d spans recorded for an unsampled attempt", len(sr.Ended()))
+			}
+		})
+	}
+}
+
+// TestTraceparentOptionsValidated checks that an unknown traceparent role
+// is refused, and that following a traceparent's sampled flag is unless the
+// traceparent is the parent.
+func TestTraceparentOptionsValidated(t *testing.T) {
+	rate := int32(0)
+	for _, tt := range []struct {
+		name    string
+		opts    tracing.Options
+		wantErr string
+	}{
+		{name: "link", opts: tracing.Options{Traceparent: tracing.TraceparentLink}},
+		{name: "parent, followed", opts: tracing.Options{Traceparent: tracing.TraceparentParent, FollowTraceparentSampling: true}},
+		{name: "unknown role", opts: tracing.Options{Traceparent: "child"}, wantErr: `traceparent: Unsupported value: "child"`},
+		{name: "followed as a link", opts: tracing.Options{FollowTraceparentSampling: true}, wantErr: "needs traceparent: parent"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.TracerProvider = sdktrace.NewTracerProvider()
+			_, err := tracing.New(context.Background(), &tracingapi.TracingConfiguration{SamplingRatePerMillion: &rate}, tt.opts)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("New: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
 	}

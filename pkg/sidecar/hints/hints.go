@@ -51,7 +51,10 @@ type check struct {
 }
 
 // Compute returns the hints for attempt a of pod on nodes: the nodes a rejected
-// at Filter, judged as they are now. showNodes names the nodes in the hints.
+// at Filter, judged as they are now. showNodes names the nodes in the hints
+// and gives the requests that fit, which are a node's free capacity, what
+// the pods bound to it leave; without it the hints count nodes and state
+// no capacity.
 func Compute(a *record.Attempt, pod *v1.Pod, nodes map[string]Node, showNodes bool) []v1alpha1.Hint {
 	if a.Result != record.ResultUnschedulable {
 		return nil
@@ -286,12 +289,17 @@ func uncordon(checks []check, showNodes bool) []v1alpha1.Hint {
 }
 
 // lowerRequests suggests the requests that fit the node needing the
-// smallest cut, and counts the nodes they fit.
+// smallest cut, and counts the nodes they fit. Those requests are the
+// node's free capacity: without showNodes, lowerSomeRequests answers
+// instead.
 func lowerRequests(pod *v1.Pod, checks []check, showNodes bool) []v1alpha1.Hint {
+	candidates := only(checks, NodeResourcesFit)
+	if !showNodes {
+		return lowerSomeRequests(candidates)
+	}
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	var best v1.ResourceList
 	var bestCut float64
-	candidates := only(checks, NodeResourcesFit)
 	for _, c := range candidates {
 		if c.tooMany {
 			continue
@@ -319,18 +327,45 @@ func lowerRequests(pod *v1.Pod, checks []check, showNodes bool) []v1alpha1.Hint 
 			fit = append(fit, c.name)
 		}
 	}
-	h := hint(v1alpha1.HintLowerRequests, NodeResourcesFit, fit, showNodes)
+	h := hint(v1alpha1.HintLowerRequests, NodeResourcesFit, fit, true)
 	h.Requests = best
 	var parts []string
 	for _, r := range sortedNames(best) {
 		q := best[r]
 		parts = append(parts, fmt.Sprintf("%s request to %s", r, q.String()))
 	}
-	target := countNodes(len(fit))
-	if showNodes {
-		target = strings.Join(h.NodeNames, ", ")
+	h.Message = fmt.Sprintf("lower the %s to fit %s", strings.Join(parts, " and the "), strings.Join(h.NodeNames, ", "))
+	return []v1alpha1.Hint{h}
+}
+
+// lowerSomeRequests counts the nodes that some lower requests would fit,
+// naming the resources to lower but neither the nodes nor how much: the
+// figures would be the nodes' free capacity.
+func lowerSomeRequests(candidates []check) []v1alpha1.Hint {
+	var fit []string
+	short := map[string]bool{}
+	for _, c := range candidates {
+		if c.tooMany || slices.ContainsFunc(c.short, func(r v1.ResourceName) bool {
+			free := c.free[r]
+			return free.Sign() <= 0
+		}) {
+			continue
+		}
+		fit = append(fit, c.name)
+		for _, r := range c.short {
+			short[string(r)] = true
+		}
 	}
-	h.Message = fmt.Sprintf("lower the %s to fit %s", strings.Join(parts, " and the "), target)
+	if len(fit) == 0 {
+		return nil
+	}
+	h := hint(v1alpha1.HintLowerRequests, NodeResourcesFit, fit, false)
+	resources := sortedKeys(short)
+	requests := "a lower " + resources[0] + " request"
+	if len(resources) > 1 {
+		requests = "lower " + strings.Join(resources, " and ") + " requests"
+	}
+	h.Message = fmt.Sprintf("%s would fit with %s", countNodes(len(fit)), requests)
 	return []v1alpha1.Hint{h}
 }
 

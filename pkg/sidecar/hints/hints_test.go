@@ -40,6 +40,10 @@ func tainted(key, value string) func(*v1.Node) {
 	}
 }
 
+func withMemory(memory string) func(*v1.Node) {
+	return func(n *v1.Node) { n.Status.Allocatable[v1.ResourceMemory] = resource.MustParse(memory) }
+}
+
 func bound(cpu string, priority int32) *v1.Pod {
 	p := pod(cpu)
 	p.Spec.Priority = &priority
@@ -80,8 +84,10 @@ func TestCompute(t *testing.T) {
 			Rejected(NodeResourcesFit, "Insufficient cpu", "small", "large").Obj(),
 		pod:   pod("4"),
 		nodes: nodes(Node{Node: node("small", "2")}, Node{Node: node("large", "4"), Pods: []*v1.Pod{bound("500m", 0)}}),
-		want: []v1alpha1.Hint{{Kind: v1alpha1.HintLowerRequests, Plugins: []string{NodeResourcesFit}, Nodes: 1,
-			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3500m")}, Message: "lower the cpu request to 3500m to fit 1 node"}},
+		// The requests that fit are large's free capacity: neither they nor
+		// the node are told.
+		want: []v1alpha1.Hint{{Kind: v1alpha1.HintLowerRequests, Plugins: []string{NodeResourcesFit}, Nodes: 2,
+			Message: "2 nodes would fit with a lower cpu request"}},
 	}, {
 		name: "lower the request, nodes shown",
 		attempt: recordtest.MakeAttempt("shop", "web", "uid-web").Unschedulable("0/1 nodes are available").
@@ -91,6 +97,19 @@ func TestCompute(t *testing.T) {
 		showNodes: true,
 		want: []v1alpha1.Hint{{Kind: v1alpha1.HintLowerRequests, Plugins: []string{NodeResourcesFit}, Nodes: 1, NodeNames: []string{"large"},
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3500m")}, Message: "lower the cpu request to 3500m to fit large"}},
+	}, {
+		name: "lower two requests, nodes hidden",
+		attempt: recordtest.MakeAttempt("shop", "web", "uid-web").Unschedulable("0/3 nodes are available").
+			Rejected(NodeResourcesFit, "Insufficient cpu, Insufficient memory", "mid", "full", "crowded").Obj(),
+		pod: pod("4", func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("8Gi")
+		}),
+		nodes: nodes(Node{Node: node("mid", "4", withMemory("6Gi")), Pods: []*v1.Pod{bound("1", 0)}},
+			Node{Node: node("full", "4", withMemory("8Gi")), Pods: []*v1.Pod{bound("4", 0)}},
+			Node{Node: node("crowded", "16", withMemory("4Gi"), func(n *v1.Node) { n.Status.Allocatable[v1.ResourcePods] = resource.MustParse("1") }),
+				Pods: []*v1.Pod{bound("1", 0)}}),
+		want: []v1alpha1.Hint{{Kind: v1alpha1.HintLowerRequests, Plugins: []string{NodeResourcesFit}, Nodes: 1,
+			Message: "1 node would fit with lower cpu and memory requests"}},
 	}, {
 		name: "a label no node has",
 		attempt: recordtest.MakeAttempt("shop", "web", "uid-web").Unschedulable("0/2 nodes are available").

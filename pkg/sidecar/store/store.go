@@ -175,17 +175,26 @@ func ValidateClusterName(name string) error {
 }
 
 // Retention bounds what a store keeps of its cluster's records. Zero
-// fields are unbounded.
+// fields are unbounded. MaxAttempts and MaxDiskBytes are shared fairly
+// among the cluster's namespaces: a namespace under its max-min fair share
+// keeps every attempt, and the others keep their newest within it, so
+// that no namespace's churn pushes the others' history out.
 type Retention struct {
 	MaxAge      time.Duration
 	MaxAttempts int64
-	// MaxAttemptsPerNamespace bounds each namespace's attempts, so that no
-	// namespace's retries push every other's history out.
+	// MaxAttemptsPerNamespace bounds each namespace's attempts.
 	MaxAttemptsPerNamespace int64
 	// MaxDiskBytes bounds the store's files on disk: records, indexes and
 	// the write-ahead log.
 	MaxDiskBytes int64
 }
+
+// BusyAttemptBytes is what a busy cluster's attempt (5000 nodes, 3000
+// rejected by three plugins) takes on disk in a SQLite store, indexes and
+// write-ahead log included: the most of the workloads measured in
+// docs/sidecar.md. A MaxAttemptsPerNamespace above MaxDiskBytes /
+// BusyAttemptBytes lets one namespace alone reach the byte bound.
+const BusyAttemptBytes = 19088
 
 // Summarize returns the summary of a record of cluster's stream epoch.
 func Summarize(r stream.Record, cluster, epoch string) v1alpha1.AttemptSummary {

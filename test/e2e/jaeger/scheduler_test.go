@@ -24,12 +24,12 @@ import (
 // TestScheduledPodInJaeger runs the real chain: a pod created on a real
 // kube-apiserver is scheduled by schedscope-scheduler, which traces the
 // attempt to a real Jaeger. The trace, found in Jaeger by the pod's name,
-// must be the one the decision record names, joined to the caller's trace
-// from the pod's traceparent annotation, with the queue wait, the
-// extension points and the binding cycle inside the attempt. The
-// scheduler finds Jaeger through the configuration file's endpoint, over
-// OTLP gRPC, or through OTEL_EXPORTER_OTLP_ENDPOINT in its environment,
-// over OTLP/HTTP.
+// must be the one the decision record names, a trace of the scheduler's
+// own linked to the caller's span from the pod's traceparent annotation,
+// with the queue wait, the extension points and the binding cycle inside
+// the attempt. The scheduler finds Jaeger through the configuration
+// file's endpoint, over OTLP gRPC, or through OTEL_EXPORTER_OTLP_ENDPOINT
+// in its environment, over OTLP/HTTP.
 func TestScheduledPodInJaeger(t *testing.T) {
 	const header = "apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\nsamplingRatePerMillion: 1000000\n"
 	for _, tt := range []struct {
@@ -95,11 +95,14 @@ func testScheduledPodInJaeger(t *testing.T, j *jaegerProcess, config string) {
 		}
 	}
 
-	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	const (
+		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		callerSpan  = "00f067aa0ba902b7"
+	)
 	from := time.Now().Add(-time.Minute)
 	pod, err := cp.Client.CoreV1().Pods("default").Create(ctx, &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "traced-web", Annotations: map[string]string{
-			tracing.TraceparentAnnotation: "00-" + callerTrace + "-00f067aa0ba902b7-01",
+			tracing.TraceparentAnnotation: "00-" + callerTrace + "-" + callerSpan + "-01",
 		}},
 		Spec: v1.PodSpec{SchedulerName: "schedscope", Containers: []v1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
 	}, metav1.CreateOptions{})
@@ -122,8 +125,8 @@ func testScheduledPodInJaeger(t *testing.T, j *jaegerProcess, config string) {
 	}); err != nil {
 		t.Fatalf("no scheduled record of %s: %v", pod.Name, err)
 	}
-	if !sameTraceID(rec.TraceID, callerTrace) {
-		t.Errorf("record's trace ID %s, want the caller's %s", rec.TraceID, callerTrace)
+	if rec.TraceID == "" || sameTraceID(rec.TraceID, callerTrace) {
+		t.Errorf("record's trace ID %q, want one of the scheduler's, not the caller's %s", rec.TraceID, callerTrace)
 	}
 
 	var found jaegerTrace
@@ -146,6 +149,13 @@ func testScheduledPodInJaeger(t *testing.T, j *jaegerProcess, config string) {
 	root, ok := found.span(tracing.SpanAttempt)
 	if !ok {
 		t.Fatalf("trace has no %s span: %v", tracing.SpanAttempt, found.tree())
+	}
+	linked := false
+	for _, ref := range root.References {
+		linked = linked || (sameTraceID(ref.TraceID, callerTrace) && ref.SpanID == callerSpan)
+	}
+	if !linked {
+		t.Errorf("root's references %+v do not reach the caller's span %s/%s", root.References, callerTrace, callerSpan)
 	}
 	if got := root.tag("k8s.node.name"); got != rec.Attempt.SelectedNode {
 		t.Errorf("root k8s.node.name = %v, want the selected node %s", got, rec.Attempt.SelectedNode)

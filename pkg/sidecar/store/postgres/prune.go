@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/schedscope/schedscope/pkg/sidecar/store/sqlstore"
 )
 
 // pruneLock is the first advisory lock key under which one process at a
@@ -20,15 +22,19 @@ const pruneLock = 0x5c4ed5c1
 const deleteBatch = 500
 
 // Prune implements store.Store: of the store's cluster's attempts, it
-// removes those older than MaxAge, then the oldest beyond MaxAttempts and
-// beyond MaxAttemptsPerNamespace in each namespace, with their index rows;
-// then, while the cluster's records and rejection index exceed
-// MaxDiskBytes, the oldest in proportion to the excess. Other clusters'
-// records are left alone: each cluster's sidecar applies its own
-// retention. Deletes go in batches of deleteBatch attempts, each its own
-// transaction, and lock only the rows they delete: ingest, which inserts
-// new rows, never waits for retention. When another process is applying
-// retention to the cluster's records, Prune does nothing.
+// removes those older than MaxAge, then the oldest beyond each
+// namespace's fair share of MaxAttempts and beyond
+// MaxAttemptsPerNamespace in each namespace, with their index rows; then,
+// while the cluster's records and rejection index exceed MaxDiskBytes, the
+// oldest of the namespaces over their fair share of the record bytes left
+// after giving up the excess. A fair share is max-min fair
+// (sqlstore.FairShare): a namespace under it keeps every attempt, the
+// others their newest within it. Other clusters' records are left alone:
+// each cluster's sidecar applies its own retention. Deletes go in batches
+// of deleteBatch attempts, each its own transaction, and lock only the
+// rows they delete: ingest, which inserts new rows, never waits for
+// retention. When another process is applying retention to the cluster's
+// records, Prune does nothing.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -60,7 +66,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 		}
 	}
 	if r.MaxAttempts > 0 {
-		if err := add(deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE cluster = $2 ORDER BY id DESC OFFSET $1 LIMIT 1`, `cluster = $2`, r.MaxAttempts, c)); err != nil {
+		if err := add(s.deleteBeyondFairShare(ctx, conn, sqlstore.Attempts, r.MaxAttempts)); err != nil {
 			return removed, err
 		}
 	}
@@ -138,7 +144,8 @@ func retainedBytes(ctx context.Context, q querier, cluster string) (int64, error
 	return n, nil
 }
 
-// pruneBytes deletes the oldest attempts, in proportion to the excess
+// pruneBytes deletes the oldest attempts of the namespaces over their fair
+// share of the record bytes the cluster keeps after giving up its excess
 // (aiming a tenth below the bound), while the retained bytes exceed bound;
 // sizes vary, so a few rounds may be needed.
 func (s *Store) pruneBytes(ctx context.Context, conn *sql.Conn, bound int64) (int, error) {
@@ -148,15 +155,31 @@ func (s *Store) pruneBytes(ctx context.Context, conn *sql.Conn, bound int64) (in
 		if err != nil || used <= bound {
 			return removed, err
 		}
-		var count int64
-		if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM attempts WHERE cluster = $1`, s.cluster).Scan(&count); err != nil {
+		var records int64
+		if err := conn.QueryRowContext(ctx, `SELECT COALESCE(SUM(size), 0) FROM attempts WHERE cluster = $1`, s.cluster).Scan(&records); err != nil {
 			return removed, fmt.Errorf("pruning by size: %w", err)
 		}
-		excess := used - bound*9/10
-		k := min(count, max(1, (count*excess+used-1)/used))
-		n, err := deleteUpTo(ctx, conn, `SELECT id FROM attempts WHERE cluster = $2 ORDER BY id OFFSET $1 - 1 LIMIT 1`, `cluster = $2`, k, s.cluster)
+		n, err := s.deleteBeyondFairShare(ctx, conn, sqlstore.Bytes, sqlstore.ByteBudget(used, bound, records, records))
 		removed += n
 		if err != nil || n == 0 {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// deleteBeyondFairShare deletes the oldest attempts of the cluster's
+// namespaces over their fair share of budget in m.
+func (s *Store) deleteBeyondFairShare(ctx context.Context, conn *sql.Conn, m sqlstore.Measure, budget int64) (int, error) {
+	cutoffs, err := sqlstore.FairCutoffs(ctx, conn, &dialect, s.cluster, m, budget)
+	if err != nil {
+		return 0, fmt.Errorf("pruning: %w", err)
+	}
+	removed := 0
+	for _, cut := range cutoffs {
+		n, err := deleteBatches(ctx, conn, `cluster = $2 AND namespace = $3 AND id <= $1`, cut.ID, s.cluster, cut.Namespace)
+		removed += n
+		if err != nil {
 			return removed, err
 		}
 	}

@@ -178,33 +178,36 @@ func (s *Store) DiskBytes() (int64, error) {
 }
 
 // Prune implements store.Store: of the store's cluster's attempts, it
-// removes those older than MaxAge, then the oldest beyond MaxAttempts and
-// beyond MaxAttemptsPerNamespace in each namespace, with their index rows;
-// then, while the files on disk exceed MaxDiskBytes, the oldest in
-// proportion to the excess, giving the freed pages back to the file
-// system. The file is the whole store's: with several clusters in one
-// file, MaxDiskBytes bounds them together and removes only this one's.
+// removes those older than MaxAge, then the oldest beyond each
+// namespace's fair share of MaxAttempts and beyond
+// MaxAttemptsPerNamespace in each namespace, with their index rows; then,
+// while the files on disk exceed MaxDiskBytes, the oldest of the
+// namespaces over their fair share of the record bytes left after giving
+// up the excess, giving the freed pages back to the file system. A fair
+// share is max-min fair (sqlstore.FairShare): a namespace under it keeps
+// every attempt, the others their newest within it. The file is the whole
+// store's: with several clusters in one file, MaxDiskBytes bounds them
+// together and removes only this one's, in proportion to the excess.
 func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, c := s.retention, s.cluster
-	var deletes []func(*sql.Tx) (sql.Result, error)
+	var deletes []func(*sql.Tx) (int, error)
 	if r.MaxAge > 0 {
-		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ? AND finished < ?`, c, now.Add(-r.MaxAge).UnixNano())
+		deletes = append(deletes, func(tx *sql.Tx) (int, error) {
+			return exec(tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ? AND finished < ?`, c, now.Add(-r.MaxAge).UnixNano()))
 		})
 	}
 	if r.MaxAttempts > 0 {
-		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ?1 AND id <= (
-				SELECT id FROM attempts WHERE cluster = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`, c, r.MaxAttempts)
+		deletes = append(deletes, func(tx *sql.Tx) (int, error) {
+			return s.deleteBeyondFairShare(ctx, tx, sqlstore.Attempts, r.MaxAttempts)
 		})
 	}
 	if r.MaxAttemptsPerNamespace > 0 {
-		deletes = append(deletes, func(tx *sql.Tx) (sql.Result, error) {
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (
+		deletes = append(deletes, func(tx *sql.Tx) (int, error) {
+			return exec(tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (
 				SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY namespace ORDER BY id DESC) AS newer FROM attempts WHERE cluster = ?)
-				WHERE newer > ?)`, c, r.MaxAttemptsPerNamespace)
+				WHERE newer > ?)`, c, r.MaxAttemptsPerNamespace))
 		})
 	}
 	if removed, err = s.deleteAttempts(ctx, deletes...); err != nil {
@@ -213,9 +216,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	if r.MaxDiskBytes <= 0 {
 		return removed, nil
 	}
-	// Each round removes the oldest attempts in proportion to the excess
-	// (aiming a tenth below the bound); sizes vary, so a few rounds may
-	// be needed.
+	// Each round gives up the cluster's part of the excess (aiming a
+	// tenth below the bound); sizes and overheads vary, so a few rounds
+	// may be needed.
 	for range 4 {
 		if err := s.reclaim(ctx); err != nil {
 			return removed, err
@@ -227,16 +230,12 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 		if used <= r.MaxDiskBytes {
 			return removed, nil
 		}
-		n, err := s.deleteAttempts(ctx, func(tx *sql.Tx) (sql.Result, error) {
-			var count, all int64
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(cluster = ?), 0) FROM attempts`, c).Scan(&all, &count); err != nil {
-				return nil, err
+		n, err := s.deleteAttempts(ctx, func(tx *sql.Tx) (int, error) {
+			var all, mine int64
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(size), 0), COALESCE(SUM(CASE WHEN cluster = ? THEN size END), 0) FROM attempts`, c).Scan(&all, &mine); err != nil {
+				return 0, err
 			}
-			// The excess in proportion to all attempts, taken from this
-			// cluster's.
-			excess := used - r.MaxDiskBytes*9/10
-			k := max(1, (all*excess+used-1)/used)
-			return tx.ExecContext(ctx, `DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE cluster = ? ORDER BY id LIMIT ?)`, c, min(k, count))
+			return s.deleteBeyondFairShare(ctx, tx, sqlstore.Bytes, sqlstore.ByteBudget(used, r.MaxDiskBytes, all, mine))
 		})
 		removed += n
 		if err != nil {
@@ -249,9 +248,35 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	return removed, s.reclaim(ctx)
 }
 
+// deleteBeyondFairShare deletes the oldest attempts of the store's
+// cluster's namespaces over their fair share of budget in m.
+func (s *Store) deleteBeyondFairShare(ctx context.Context, tx *sql.Tx, m sqlstore.Measure, budget int64) (removed int, err error) {
+	cutoffs, err := sqlstore.FairCutoffs(ctx, tx, &dialect, s.cluster, m, budget)
+	if err != nil {
+		return 0, err
+	}
+	for _, cut := range cutoffs {
+		n, err := exec(tx.ExecContext(ctx, `DELETE FROM attempts WHERE cluster = ? AND namespace = ? AND id <= ?`, s.cluster, cut.Namespace, cut.ID))
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// exec returns the rows a statement affected.
+func exec(res sql.Result, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // deleteAttempts runs deletes of attempts in one transaction, then removes
 // the pods and rejection rows they leave without an attempt.
-func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (sql.Result, error)) (removed int, err error) {
+func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (int, error)) (removed int, err error) {
 	if len(deletes) == 0 {
 		return 0, nil
 	}
@@ -261,12 +286,11 @@ func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (sq
 	}
 	defer tx.Rollback()
 	for _, del := range deletes {
-		res, err := del(tx)
+		n, err := del(tx)
 		if err != nil {
 			return 0, fmt.Errorf("pruning: %w", err)
 		}
-		n, _ := res.RowsAffected()
-		removed += int(n)
+		removed += n
 	}
 	if removed > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rejections WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = rejections.attempt_id)`); err != nil {

@@ -2,7 +2,8 @@
 // migration, and the queries that store records and answer the explain
 // API, written once over database/sql and parameterised by a Dialect for
 // what differs between SQLite and PostgreSQL (parameters, column types,
-// index hints, the steps of the history each takes its own way). The
-// packages sqlite and postgres open the database, define their dialect and
-// apply retention, whose strategy differs.
+// index hints, the steps of the history each takes its own way), and
+// retention's fair shares among a cluster's namespaces. The packages
+// sqlite and postgres open the database, define their dialect and apply
+// retention, whose strategy differs.
 package sqlstore

@@ -45,6 +45,8 @@ func Run(t *testing.T, h Harness) {
 		{"FoldRepeats", testFoldRepeats},
 		{"Prune", testPrune},
 		{"PruneKeepsBytesUnderMaxDiskBytes", testPruneKeepsBytesUnderMaxDiskBytes},
+		{"PruneByCountIsFair", testPruneByCountIsFair},
+		{"PruneByBytesIsFair", testPruneByBytesIsFair},
 		{"DeleteNamespace", testDeleteNamespace},
 		{"ClusterNameIsValidated", testClusterNameIsValidated},
 		{"ClustersHaveTheirOwnCursors", testClustersHaveTheirOwnCursors},
