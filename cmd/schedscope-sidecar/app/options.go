@@ -63,6 +63,16 @@ type Options struct {
 	TraceURLTemplate string
 	// MaxInFlightPerUser bounds each caller's concurrent API requests.
 	MaxInFlightPerUser int
+	// MaxInFlight bounds all callers' concurrent API requests together.
+	MaxInFlight int
+	// QueryTimeout is each API request's deadline.
+	QueryTimeout time.Duration
+	// MaxRejectionsWindow bounds the window the API counts rejections
+	// over.
+	MaxRejectionsWindow time.Duration
+	// StoreMaxReadConns bounds the store connections the API's queries
+	// use; the follower and retention have their own.
+	StoreMaxReadConns int
 	// SchedulerHealthURL and SchedulerReadyURL are probed for the
 	// scheduler_up metric; empty disables a probe.
 	SchedulerHealthURL string
@@ -84,19 +94,23 @@ type Options struct {
 // NewOptions returns the default options.
 func NewOptions() *Options {
 	o := &Options{
-		Follow:             true,
-		StreamURL:          DefaultStreamURL,
-		Store:              DefaultStore,
-		Retention:          store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxAttemptsPerNamespace: 100_000, MaxDiskBytes: 2 << 30},
-		PruneInterval:      time.Minute,
-		SchedulerHealthURL: DefaultSchedulerBase + "/healthz",
-		SchedulerReadyURL:  DefaultSchedulerBase + "/readyz",
-		ProbeInterval:      10 * time.Second,
-		ClusterHealth:      true,
-		MaxInFlightPerUser: api.DefaultMaxInFlightPerUser,
-		SecureServing:      apiserveroptions.NewSecureServingOptions(),
-		Authentication:     apiserveroptions.NewDelegatingAuthenticationOptions(),
-		Authorization:      apiserveroptions.NewDelegatingAuthorizationOptions(),
+		Follow:              true,
+		StreamURL:           DefaultStreamURL,
+		Store:               DefaultStore,
+		Retention:           store.Retention{MaxAge: 7 * 24 * time.Hour, MaxAttempts: 1_000_000, MaxAttemptsPerNamespace: 100_000, MaxDiskBytes: 2 << 30},
+		PruneInterval:       time.Minute,
+		SchedulerHealthURL:  DefaultSchedulerBase + "/healthz",
+		SchedulerReadyURL:   DefaultSchedulerBase + "/readyz",
+		ProbeInterval:       10 * time.Second,
+		ClusterHealth:       true,
+		MaxInFlightPerUser:  api.DefaultMaxInFlightPerUser,
+		MaxInFlight:         api.DefaultMaxInFlight,
+		QueryTimeout:        api.DefaultQueryTimeout,
+		MaxRejectionsWindow: api.DefaultMaxRejectionsWindow,
+		StoreMaxReadConns:   store.DefaultMaxReadConns,
+		SecureServing:       apiserveroptions.NewSecureServingOptions(),
+		Authentication:      apiserveroptions.NewDelegatingAuthenticationOptions(),
+		Authorization:       apiserveroptions.NewDelegatingAuthorizationOptions(),
 	}
 	o.SecureServing.BindPort = DefaultSecurePort
 	o.SecureServing.ServerCert.CertDirectory = ""
@@ -124,6 +138,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound. Leave room below the volume's size limit.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
+	fs.IntVar(&o.MaxInFlight, "max-requests-in-flight", o.MaxInFlight, "API requests of all callers together in flight at once; more are answered 429 with Retry-After.")
+	fs.DurationVar(&o.QueryTimeout, "query-timeout", o.QueryTimeout, "Each API request's deadline: a store query running past it is stopped and answered 503, saying how to narrow the query. On PostgreSQL the API's connections also have a statement_timeout a tenth shorter.")
+	fs.DurationVar(&o.MaxRejectionsWindow, "max-rejections-window", o.MaxRejectionsWindow, "The longest window the API counts rejections over; a longer one is answered 422.")
+	fs.IntVar(&o.StoreMaxReadConns, "store-max-read-connections", o.StoreMaxReadConns, "Store connections the API's queries share; the follower and retention have connections of their own, so that ingest never waits behind the API.")
 	fs.StringVar(&o.TraceURL, "jaeger-url", o.TraceURL, "Base URL of the Jaeger UI; the page links each attempt to <jaeger-url>/trace/<traceID>. Empty hides the links.")
 	fs.StringVar(&o.TraceURLTemplate, "trace-url-template", o.TraceURLTemplate, "The page's link to an attempt's trace in any viewer (Jaeger, Tempo, Grafana), {traceID} standing for the trace's ID, e.g. https://grafana.example/explore?left=...{traceID}...; instead of --jaeger-url.")
 	fs.StringVar(&o.SchedulerHealthURL, "scheduler-health-url", o.SchedulerHealthURL, "The scheduler's liveness endpoint, probed for schedscope_scheduler_up{probe=\"liveness\"}; empty disables the probe.")
@@ -255,8 +273,23 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--retention-max-attempts-per-namespace %d does not fit --retention-max-bytes %d: at %d bytes on disk per attempt of a busy cluster, at most %d attempts do; set at most that, or 0 to leave each namespace to its fair share of the bytes",
 			r.MaxAttemptsPerNamespace, r.MaxDiskBytes, store.BusyAttemptBytes, r.MaxDiskBytes/store.BusyAttemptBytes))
 	}
-	if o.MaxInFlightPerUser < 1 {
-		errs = append(errs, fmt.Errorf("--max-requests-in-flight-per-user %d must be at least 1", o.MaxInFlightPerUser))
+	for _, limit := range []struct {
+		flag  string
+		value int
+	}{
+		{"max-requests-in-flight-per-user", o.MaxInFlightPerUser},
+		{"max-requests-in-flight", o.MaxInFlight},
+		{"store-max-read-connections", o.StoreMaxReadConns},
+	} {
+		if limit.value < 1 {
+			errs = append(errs, fmt.Errorf("--%s %d must be at least 1", limit.flag, limit.value))
+		}
+	}
+	if o.QueryTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--query-timeout %v must be positive", o.QueryTimeout))
+	}
+	if o.MaxRejectionsWindow <= 0 {
+		errs = append(errs, fmt.Errorf("--max-rejections-window %v must be positive", o.MaxRejectionsWindow))
 	}
 	if o.PruneInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--retention-interval %v must be positive", o.PruneInterval))

@@ -92,7 +92,8 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	apiConfig := api.Config{
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
-		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser, Cluster: o.ClusterName,
+		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser, MaxInFlight: o.MaxInFlight,
+		QueryTimeout: o.QueryTimeout, MaxRejectionsWindow: o.MaxRejectionsWindow, Cluster: o.ClusterName,
 	}
 	if f != nil {
 		apiConfig.Status = f.Status

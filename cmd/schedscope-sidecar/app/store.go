@@ -139,10 +139,13 @@ func (o *Options) openStore(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// PostgreSQL ends a query by its statement_timeout, keeping the
+	// connection, a tenth before the request's deadline would cancel it.
+	opts := store.Options{Cluster: o.ClusterName, Retention: o.Retention, Reads: store.ReadLimits{MaxConns: o.StoreMaxReadConns, Timeout: o.QueryTimeout * 9 / 10}}
 	if loc.postgresURL != "" {
-		return postgres.Open(ctx, loc.postgresURL, store.Options{Cluster: o.ClusterName, Retention: o.Retention})
+		return postgres.Open(ctx, loc.postgresURL, opts)
 	}
-	return sqlite.Open(ctx, loc.sqlitePath, store.Options{Cluster: o.ClusterName, Retention: o.Retention})
+	return sqlite.Open(ctx, loc.sqlitePath, opts)
 }
 
 // storeDisplay names --store without a password.

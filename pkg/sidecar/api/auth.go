@@ -18,8 +18,9 @@ import (
 )
 
 // authenticated wraps next so that every request is authenticated, the
-// caller holds at most MaxInFlightPerUser requests in flight, and next finds
-// the caller with userOf.
+// caller holds at most MaxInFlightPerUser requests in flight and all
+// callers together MaxInFlight, each request ends its queries by
+// QueryTimeout, and next finds the caller with userOf.
 func (h *handler) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u := authenticate(h.Authenticator, w, r)
@@ -34,7 +35,18 @@ func (h *handler) authenticated(next http.Handler) http.Handler {
 			return
 		}
 		defer release()
-		next.ServeHTTP(w, r.WithContext(genericapirequest.WithUser(r.Context(), u)))
+		select {
+		case h.slots <- struct{}{}:
+			defer func() { <-h.slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests,
+				fmt.Sprintf("the API has %d requests in flight, the most it serves at once for all users together", h.MaxInFlight))
+			return
+		}
+		ctx, cancel := context.WithTimeout(genericapirequest.WithUser(r.Context(), u), h.QueryTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

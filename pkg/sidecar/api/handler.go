@@ -41,6 +41,15 @@ type Config struct {
 	// MaxInFlightPerUser bounds the requests one user may have in flight;
 	// more are answered 429. 0 means DefaultMaxInFlightPerUser.
 	MaxInFlightPerUser int
+	// MaxInFlight bounds the requests of every user together in flight;
+	// more are answered 429. 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// QueryTimeout is each request's deadline: a store query that runs
+	// past it is answered 503. 0 means DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// MaxRejectionsWindow bounds the window rejections are counted over;
+	// a longer one is answered 422. 0 means DefaultMaxRejectionsWindow.
+	MaxRejectionsWindow time.Duration
 	// StillPending, when set, reports whether a pod whose latest recorded
 	// attempt failed is still waiting: it exists and has no node. Pods for
 	// which it returns false (deleted, or bound without a record the
@@ -56,12 +65,19 @@ type Config struct {
 	Hints func(a *record.Attempt, showNodes bool) []v1alpha1.Hint
 }
 
-// DefaultMaxInFlightPerUser is Config.MaxInFlightPerUser's default.
-const DefaultMaxInFlightPerUser = 4
+// The defaults of Config's limits.
+const (
+	DefaultMaxInFlightPerUser  = 4
+	DefaultMaxInFlight         = 8
+	DefaultQueryTimeout        = 10 * time.Second
+	DefaultMaxRejectionsWindow = 7 * 24 * time.Hour
+)
 
 type handler struct {
 	Config
 	inFlight *perUserLimit
+	// slots holds a token for each request in flight, at most MaxInFlight.
+	slots chan struct{}
 }
 
 // New returns the API handler, serving under v1alpha1.Prefix.
@@ -72,13 +88,37 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.MaxInFlightPerUser == 0 {
-		cfg.MaxInFlightPerUser = DefaultMaxInFlightPerUser
+	for _, d := range []struct {
+		limit *int
+		def   int
+		what  string
+	}{
+		{&cfg.MaxInFlightPerUser, DefaultMaxInFlightPerUser, "requests in flight per user"},
+		{&cfg.MaxInFlight, DefaultMaxInFlight, "requests in flight"},
+	} {
+		if *d.limit == 0 {
+			*d.limit = d.def
+		}
+		if *d.limit < 0 {
+			return nil, fmt.Errorf("at most %d %s: want at least 1", *d.limit, d.what)
+		}
 	}
-	if cfg.MaxInFlightPerUser < 0 {
-		return nil, fmt.Errorf("at most %d requests in flight per user: want at least 1", cfg.MaxInFlightPerUser)
+	for _, d := range []struct {
+		limit *time.Duration
+		def   time.Duration
+		what  string
+	}{
+		{&cfg.QueryTimeout, DefaultQueryTimeout, "query timeout"},
+		{&cfg.MaxRejectionsWindow, DefaultMaxRejectionsWindow, "longest rejections window"},
+	} {
+		if *d.limit == 0 {
+			*d.limit = d.def
+		}
+		if *d.limit < 0 {
+			return nil, fmt.Errorf("%s %v: want a positive duration", d.what, *d.limit)
+		}
 	}
-	h := &handler{Config: cfg, inFlight: newPerUserLimit(cfg.MaxInFlightPerUser)}
+	h := &handler{Config: cfg, inFlight: newPerUserLimit(cfg.MaxInFlightPerUser), slots: make(chan struct{}, cfg.MaxInFlight)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/attempts", h.podAttempts)
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pods/{name}/explain", h.podExplain)
@@ -128,6 +168,11 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, pe.Error())
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, err.Error())
+	case errors.Is(err, store.ErrQueryTimeout):
+		klog.FromContext(r.Context()).V(2).Info("A query ran past the API's query timeout", "path", r.URL.Path, "timeout", h.QueryTimeout)
+		writeError(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, fmt.Sprintf(
+			"the query ran past the API's query timeout (%v): narrow it: a shorter window (since, until), one namespace (%snamespaces/{namespace}/...), one cluster (cluster) or a smaller limit",
+			h.QueryTimeout, v1alpha1.Prefix))
 	default:
 		klog.FromContext(r.Context()).Error(err, "Serving the explain API", "path", r.URL.Path)
 		writeError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "internal error; see the sidecar's log")
@@ -362,9 +407,20 @@ func (h *handler) pods(pendingOnly bool) http.HandlerFunc {
 
 func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 	u := userOf(r)
-	rq, err := ParseRejectionParams(r.URL.Query(), h.Now())
+	now := h.Now()
+	rq, err := ParseRejectionParams(r.URL.Query(), now)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	until := rq.Until
+	if until.IsZero() {
+		until = now
+	}
+	if window := until.Sub(rq.Since); window > h.MaxRejectionsWindow {
+		writeError(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf(
+			"parameter %q: the window of %v is longer than %v, the longest the API counts rejections over: narrow it with %q and %q",
+			v1alpha1.ParamSince, window, h.MaxRejectionsWindow, v1alpha1.ParamSince, v1alpha1.ParamUntil))
 		return
 	}
 	if rq.By == v1alpha1.ByNode && !authorize(r.Context(), h.Authorizer, w, nodeListAttributes(u)) {

@@ -368,6 +368,10 @@ func TestRejectionsEndpoint(t *testing.T) {
 		{name: "missing by", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections", wantCode: 400, wantBody: `parameter \"by\": required`},
 		{name: "bad by", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=pod", wantCode: 400, wantBody: `parameter \"by\"`},
 		{name: "bad since", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=yesterday", wantCode: 400, wantBody: `parameter \"since\"`},
+		{name: "window over the longest", user: "admin", path: "/apis/schedscope.io/v1alpha1/namespaces/team-b/rejections?by=plugin&since=8760h", wantCode: 422,
+			wantBody: `parameter \"since\": the window of 8760h0m0s is longer than 168h0m0s, the longest the API counts rejections over: narrow it with \"since\" and \"until\"`},
+		{name: "window of the longest", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin&since=2025-12-26T03:05:05Z", wantCode: 200,
+			want: []v1alpha1.RejectionCount{{Key: "NodeAffinity", Attempts: 1, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 2}, {Key: "TaintToleration", Attempts: 2, Nodes: 2}}},
 		{name: "since after until", user: "admin", path: "/apis/schedscope.io/v1alpha1/rejections?by=node&since=1m&until=2h", wantCode: 400, wantBody: `parameter \"since\": must be before \"until\"`},
 		{name: "no credentials", path: "/apis/schedscope.io/v1alpha1/rejections?by=node", wantCode: 401},
 		{name: "cluster-wide needs list pods there", user: "bob", path: "/apis/schedscope.io/v1alpha1/rejections?by=plugin", wantCode: 403, wantBody: "namespaces/{namespace}/rejections"},
@@ -556,6 +560,84 @@ func TestInFlightPerUser(t *testing.T) {
 	}
 	if code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods"); code != http.StatusOK {
 		t.Errorf("alice after her requests ended: %d %s, want 200", code, body)
+	}
+}
+
+// TestInFlightTotal: with MaxInFlight requests of several users in flight,
+// the next user's request is answered 429 with Retry-After, naming the
+// limit; once one ends, the next is served.
+func TestInFlightTotal(t *testing.T) {
+	blocking := &blockingStore{Reader: openStore(t, fixture()...), entered: make(chan struct{}, 10), release: make(chan struct{})}
+	h, err := New(Config{Store: blocking, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "bob list */", "carol list */"}}, MaxInFlight: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	e := &env{srv: srv}
+
+	codes := make(chan int, 2)
+	for _, user := range []string{"alice", "bob"} {
+		go func() {
+			code, _ := e.get(t, user, "/apis/schedscope.io/v1alpha1/pods")
+			codes <- code
+		}()
+		<-blocking.entered
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/apis/schedscope.io/v1alpha1/pods", nil)
+	req.Header.Set("Authorization", "Bearer carol")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "the API has 2 requests in flight, the most it serves at once for all users together") {
+		t.Errorf("carol beside 2 requests in flight: %d Retry-After %q %s, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	close(blocking.release)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a held request ended %d, want 200", code)
+		}
+	}
+	if code, body := e.get(t, "carol", "/apis/schedscope.io/v1alpha1/namespaces/team-a/pods"); code != http.StatusOK {
+		t.Errorf("carol after the requests ended: %d %s, want 200", code, body)
+	}
+}
+
+// TestQueryTimeout: a store query that runs past QueryTimeout is answered
+// 503, naming the timeout and how to narrow the query.
+func TestQueryTimeout(t *testing.T) {
+	h, err := New(Config{Store: openStore(t, fixture()...), Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */"}}, QueryTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	code, body := (&env{srv: srv}).get(t, "alice", "/apis/schedscope.io/v1alpha1/pods")
+	want := `the query ran past the API's query timeout (1ns): narrow it: a shorter window (since, until), one namespace (/apis/schedscope.io/v1alpha1/namespaces/{namespace}/...), one cluster (cluster) or a smaller limit`
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+		t.Errorf("a query past the timeout: %d %s, want 503 with %s", code, body, want)
+	}
+}
+
+// TestLimitsAreValidated: a negative limit is refused, naming it.
+func TestLimitsAreValidated(t *testing.T) {
+	st := openStore(t)
+	for _, tt := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{MaxInFlightPerUser: -1}, "at most -1 requests in flight per user"},
+		{Config{MaxInFlight: -1}, "at most -1 requests in flight: want at least 1"},
+		{Config{QueryTimeout: -time.Second}, "query timeout -1s: want a positive duration"},
+		{Config{MaxRejectionsWindow: -time.Hour}, "longest rejections window -1h0m0s: want a positive duration"},
+	} {
+		tt.cfg.Store, tt.cfg.Authenticator, tt.cfg.Authorizer = st, fakeAuthn, &fakeAuthz{}
+		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New(%+v) = %v, want an error with %q", tt.cfg, err, tt.want)
+		}
 	}
 }
 

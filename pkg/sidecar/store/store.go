@@ -23,6 +23,10 @@ const SchemaVersion = 4
 // ErrNotFound is returned when no stored attempt matches a query.
 var ErrNotFound = errors.New("not found")
 
+// ErrQueryTimeout is returned, wrapped, when a Reader's query ran past its
+// context's deadline or the store's ReadLimits.Timeout.
+var ErrQueryTimeout = errors.New("the query ran past its time limit")
+
 // Writer is what the follower needs. A store writes the records of one
 // cluster, the one it was opened for (Options.Cluster), with a cursor of
 // that cluster's own.
@@ -128,6 +132,32 @@ type Options struct {
 	// named belongs to. See ValidateClusterName.
 	Cluster   string
 	Retention Retention
+	// Reads bound the Reader's share of the database.
+	Reads ReadLimits
+}
+
+// DefaultMaxReadConns is ReadLimits.MaxConns's default.
+const DefaultMaxReadConns = 4
+
+// ReadLimits bound the Reader's queries. They run on connections of their
+// own, at most MaxConns at once: the Writer, retention and DeleteNamespace
+// have theirs, so that they never wait for a connection behind readers.
+type ReadLimits struct {
+	// MaxConns bounds the Reader's connections; 0 means
+	// DefaultMaxReadConns.
+	MaxConns int
+	// Timeout, when positive, bounds each Reader query on the database
+	// server too, where it has one (PostgreSQL's statement_timeout); every
+	// store stops a query when its context ends.
+	Timeout time.Duration
+}
+
+// Conns returns MaxConns, or its default.
+func (l ReadLimits) Conns() int {
+	if l.MaxConns > 0 {
+		return l.MaxConns
+	}
+	return DefaultMaxReadConns
 }
 
 // ValidateClusterName checks a cluster name: empty (the unnamed cluster)

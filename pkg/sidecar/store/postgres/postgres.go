@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -38,20 +41,35 @@ var dialect = sqlstore.Dialect{
 	WriteVersion: func(version int) string {
 		return fmt.Sprintf(`DELETE FROM schema_version; INSERT INTO schema_version (version) VALUES (%d)`, version)
 	},
+	TimedOut: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == queryCanceled
+	},
 }
 
 // Store is a store.Store in a PostgreSQL database.
 type Store struct {
 	*sqlstore.Store
+	// db holds the writers' connections (writeConns): the follower's,
+	// retention's and a deleted namespace's. reads holds the Reader's, at
+	// most ReadLimits.MaxConns, with ReadLimits.Timeout as their
+	// statement_timeout.
 	db        *sql.DB
+	reads     *sql.DB
 	cluster   string
 	retention store.Retention
 }
 
+// writeConns is how many connections the writers have: the follower's
+// Append and Cursor, retention (which holds its connection for its
+// batches) and DeleteNamespace each take one, so that none waits for
+// another's.
+const writeConns = 3
+
 // Open connects to the database at url (a postgres:// URL or key=value
-// connection string, as libpq takes, with pgxpool's pool_* settings),
-// migrates its schema, and returns the store writing the records of
-// opts.Cluster.
+// connection string, as libpq takes, with pgxpool's
+// pool_max_conn_lifetime and pool_max_conn_idle_time), migrates its
+// schema, and returns the store writing the records of opts.Cluster.
 func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
 	if err := store.ValidateClusterName(opts.Cluster); err != nil {
 		return nil, err
@@ -61,28 +79,46 @@ func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
 		// The error may quote the URL, password included: name the problem only.
 		return nil, errors.New("parsing the PostgreSQL connection URL: not a valid postgres:// URL or connection string")
 	}
-	db := stdlib.OpenDB(*cfg.ConnConfig)
-	db.SetMaxOpenConns(int(cfg.MaxConns))
-	db.SetMaxIdleConns(int(cfg.MaxConns))
-	db.SetConnMaxLifetime(cfg.MaxConnLifetime)
-	db.SetConnMaxIdleTime(cfg.MaxConnIdleTime)
-	s := &Store{db: db, cluster: opts.Cluster, retention: opts.Retention}
+	readCfg := cfg.ConnConfig.Copy()
+	if opts.Reads.Timeout > 0 {
+		readCfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.Reads.Timeout.Milliseconds(), 10)
+	}
+	db := openDB(cfg, cfg.ConnConfig, writeConns)
+	reads := openDB(cfg, readCfg, opts.Reads.Conns())
+	s := &Store{db: db, reads: reads, cluster: opts.Cluster, retention: opts.Retention}
 	if _, err := sqlstore.Migrate(ctx, db, &dialect); err != nil {
 		db.Close()
+		reads.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
 	}
-	if s.Store, err = sqlstore.New(ctx, db, &dialect, sqlstore.Config{Cluster: opts.Cluster, DiskBytes: s.diskBytes}); err != nil {
+	if s.Store, err = sqlstore.New(ctx, db, &dialect, sqlstore.Config{Cluster: opts.Cluster, DiskBytes: s.diskBytes, Reads: reads}); err != nil {
 		db.Close()
+		reads.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
 	}
 	return s, nil
 }
 
+// openDB returns a pool of at most conns connections of conn, with pool's
+// lifetimes.
+func openDB(pool *pgxpool.Config, conn *pgx.ConnConfig, conns int) *sql.DB {
+	db := stdlib.OpenDB(*conn)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(pool.MaxConnLifetime)
+	db.SetConnMaxIdleTime(pool.MaxConnIdleTime)
+	return db
+}
+
+// queryCanceled is PostgreSQL's SQLSTATE of a statement canceled by its
+// statement_timeout (or a cancel request).
+const queryCanceled = "57014"
+
 // diskBytes is what PostgreSQL holds on disk for the store's tables, their
 // indexes and out-of-line values.
 func (s *Store) diskBytes(ctx context.Context) (int64, error) {
 	var disk int64
-	err := s.db.QueryRowContext(ctx, `SELECT SUM(pg_total_relation_size(t))::bigint
+	err := s.reads.QueryRowContext(ctx, `SELECT SUM(pg_total_relation_size(t))::bigint
 		FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'meta']::regclass[]) t`).Scan(&disk)
 	return disk, err
 }

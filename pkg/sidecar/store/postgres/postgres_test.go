@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,6 +57,41 @@ func TestConformance(t *testing.T) {
 			return n
 		},
 	})
+}
+
+func TestIngestBesideReaders(t *testing.T) {
+	storetest.IngestBesideReaders(t, storetest.Harness{
+		New: func(t *testing.T) func(store.Options) (store.Store, error) {
+			url := newDatabase(t)
+			return func(o store.Options) (store.Store, error) { return Open(context.Background(), url, o) }
+		},
+	})
+}
+
+// TestReadersHaveAStatementTimeout: the Reader's connections end a query
+// by ReadLimits.Timeout on the server, as a statement timeout the dialect
+// recognizes; the writers' connections have none.
+func TestReadersHaveAStatementTimeout(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, newDatabase(t), store.Options{Reads: store.ReadLimits{Timeout: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, db := range []struct {
+		name string
+		db   *sql.DB
+		want string
+	}{{"readers", s.reads, "200ms"}, {"writers", s.db, "0"}} {
+		var got string
+		if err := db.db.QueryRowContext(ctx, `SHOW statement_timeout`).Scan(&got); err != nil || got != db.want {
+			t.Errorf("the %s' statement_timeout: %q, %v; want %q", db.name, got, err, db.want)
+		}
+	}
+	_, err = s.reads.ExecContext(ctx, `SELECT pg_sleep(5)`)
+	if err == nil || !dialect.TimedOut(err) {
+		t.Errorf("a reader's query past the statement timeout: %v, want a statement timeout", err)
+	}
 }
 
 func dbVersion(t *testing.T, url string) int {

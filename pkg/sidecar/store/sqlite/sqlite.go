@@ -38,6 +38,10 @@ var dialect = sqlstore.Dialect{
 // Store is a store.Store in a SQLite database file.
 type Store struct {
 	*sqlstore.Store
+	// db is the writer's one connection: Append, Cursor, retention and
+	// DeleteNamespace. The Reader's queries have read-only connections
+	// of their own, which in WAL mode read beside the writer without
+	// blocking it.
 	db        *sql.DB
 	path      string
 	cluster   string
@@ -79,9 +83,9 @@ func Open(ctx context.Context, path string, opts store.Options) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening database %q: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
+	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, cluster: opts.Cluster, retention: opts.Retention}
-	if err := s.prepare(ctx); err != nil {
+	if err := s.prepare(ctx, opts.Reads); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
@@ -89,20 +93,34 @@ func Open(ctx context.Context, path string, opts store.Options) (*Store, error) 
 }
 
 // prepare migrates the database and converts it to incremental vacuum,
-// then prepares the store's statements.
-func (s *Store) prepare(ctx context.Context) error {
+// then opens the readers' connections and prepares the store's statements.
+func (s *Store) prepare(ctx context.Context, limits store.ReadLimits) error {
 	if err := migrate(ctx, s.db); err != nil {
 		return err
 	}
 	if err := ensureIncrementalVacuum(ctx, s.db); err != nil {
 		return err
 	}
-	var err error
+	// The file is in WAL mode now, which it keeps; query_only refuses
+	// writes on the readers' connections.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "query_only(1)")
+	reads, err := sql.Open("sqlite", "file:"+s.path+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("opening the readers' connections: %w", err)
+	}
+	reads.SetMaxOpenConns(limits.Conns())
+	reads.SetMaxIdleConns(limits.Conns())
 	s.Store, err = sqlstore.New(ctx, s.db, &dialect, sqlstore.Config{
 		Cluster:   s.cluster,
 		Writes:    &s.mu,
 		DiskBytes: func(context.Context) (int64, error) { return s.DiskBytes() },
+		Reads:     reads,
 	})
+	if err != nil {
+		reads.Close()
+	}
 	return err
 }
 

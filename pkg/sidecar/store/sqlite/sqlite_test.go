@@ -21,6 +21,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestIngestBesideReaders(t *testing.T) {
+	storetest.IngestBesideReaders(t, storetest.Harness{
+		New: func(t *testing.T) func(store.Options) (store.Store, error) {
+			path := filepath.Join(t.TempDir(), "records.db")
+			return func(o store.Options) (store.Store, error) { return Open(context.Background(), path, o) }
+		},
+	})
+}
+
 // filesOnDisk is the size of the database file and its write-ahead log as
 // the file system sees them.
 func filesOnDisk(t *testing.T, path string) int64 {

@@ -36,6 +36,9 @@ type Dialect struct {
 	ReadVersion string
 	// WriteVersion returns the statements that set the schema version.
 	WriteVersion func(version int) string
+	// TimedOut, when set, reports whether err is the database server's
+	// statement timeout.
+	TimedOut func(err error) bool
 }
 
 // bind returns query with its ? parameters named in d's style.

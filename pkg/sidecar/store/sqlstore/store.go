@@ -17,9 +17,12 @@ import (
 
 // Store answers store.Writer and store.Reader from a database that Migrate
 // brought to the newest schema. The dialect's package adds the rest of
-// store.Store: retention and deleting namespaces.
+// store.Store: retention and deleting namespaces. The Writer's statements
+// run on db, the Reader's queries (but Cursor, the follower's) on reads:
+// the writer never waits for a connection behind readers.
 type Store struct {
 	db      *sql.DB
+	reads   *sql.DB
 	d       *Dialect
 	cluster string
 	writes  sync.Locker
@@ -36,11 +39,17 @@ type Config struct {
 	Writes sync.Locker
 	// DiskBytes returns what the database holds on disk, for Stats.
 	DiskBytes func(context.Context) (int64, error)
+	// Reads is the pool the Reader's queries run on, closed with the
+	// store; nil means the writer's.
+	Reads *sql.DB
 }
 
 // New returns the store of c.Cluster's records in db, in dialect d.
 func New(ctx context.Context, db *sql.DB, d *Dialect, c Config) (*Store, error) {
-	s := &Store{db: db, d: d, cluster: c.Cluster, writes: c.Writes, disk: c.DiskBytes}
+	s := &Store{db: db, reads: c.Reads, d: d, cluster: c.Cluster, writes: c.Writes, disk: c.DiskBytes}
+	if s.reads == nil {
+		s.reads = db
+	}
 	if err := s.ins.prepare(ctx, db, d); err != nil {
 		s.ins.close()
 		return nil, err
@@ -51,7 +60,11 @@ func New(ctx context.Context, db *sql.DB, d *Dialect, c Config) (*Store, error) 
 // Close closes the database.
 func (s *Store) Close() error {
 	s.ins.close()
-	return s.db.Close()
+	var err error
+	if s.reads != s.db {
+		err = s.reads.Close()
+	}
+	return errors.Join(s.db.Close(), err)
 }
 
 // Cursor implements store.Writer.
@@ -152,19 +165,31 @@ func (q *query) limit(n int) {
 	}
 }
 
-// each runs q and calls row for each of its rows.
+// each runs q on the readers' pool and calls row for each of its rows.
 func (s *Store) each(ctx context.Context, q *query, row func(*sql.Rows) error) error {
-	rows, err := s.db.QueryContext(ctx, s.d.bind(q.sql.String()), q.args...)
+	rows, err := s.reads.QueryContext(ctx, s.d.bind(q.sql.String()), q.args...)
 	if err != nil {
-		return err
+		return s.readErr(ctx, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		if err := row(rows); err != nil {
-			return err
+			return s.readErr(ctx, err)
 		}
 	}
-	return rows.Err()
+	return s.readErr(ctx, rows.Err())
+}
+
+// readErr wraps store.ErrQueryTimeout around err when the query it ended
+// ran past ctx's deadline or the server's statement timeout.
+func (s *Store) readErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) || (s.d.TimedOut != nil && s.d.TimedOut(err)) {
+		return fmt.Errorf("%w: %w", store.ErrQueryTimeout, err)
+	}
+	return err
 }
 
 // scanSummary scans an attempt's stored summary and the repeats folded
@@ -213,11 +238,11 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 	}
 	q.add(` ORDER BY id DESC LIMIT 1`)
 	var summary, data []byte
-	if err := s.db.QueryRowContext(ctx, s.d.bind(q.sql.String()), q.args...).Scan(&summary, &data); err != nil {
+	if err := s.reads.QueryRowContext(ctx, s.d.bind(q.sql.String()), q.args...).Scan(&summary, &data); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, store.ErrNotFound
 		}
-		return nil, fmt.Errorf("reading attempt: %w", err)
+		return nil, fmt.Errorf("reading attempt: %w", s.readErr(ctx, err))
 	}
 	return store.DecodeRecord(summary, data)
 }
@@ -333,7 +358,7 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	}
 	disk, err := s.disk(ctx)
 	if err != nil {
-		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
+		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", s.readErr(ctx, err))
 	}
 	return counts.Stats(disk), nil
 }
