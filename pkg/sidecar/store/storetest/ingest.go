@@ -34,12 +34,15 @@ const (
 	// the readers run.
 	batches   = 150
 	batchSize = 16
-	// maxAppendP99 bounds the 99th percentile of an Append's latency. An
-	// Append alone takes milliseconds, and tens to a few hundred on a
-	// loaded machine whose CPUs it shares with the readers; behind
-	// readers holding every connection of a shared pool it waits for
-	// their queries, seconds at the 99th percentile.
-	maxAppendP99 = time.Second
+	// maxAppendP50 and maxAppendP99 bound the median and the 99th
+	// percentile of an Append's latency. An Append alone takes
+	// milliseconds, and tens to a hundred or two at the median on a loaded
+	// machine whose CPUs it shares with the readers (under the race
+	// detector too); behind readers holding every connection of a shared
+	// pool it waits for their queries: a second at the median, seconds at
+	// the 99th percentile.
+	maxAppendP50 = 400 * time.Millisecond
+	maxAppendP99 = 2 * time.Second
 )
 
 // IngestBesideReaders asserts that the writer never waits behind readers:
@@ -115,6 +118,9 @@ func IngestBesideReaders(t *testing.T, h Harness) {
 	at := func(p int) time.Duration { return latencies[(len(latencies)-1)*p/100] }
 	t.Logf("Append of %d records beside %d readers (%d queries, %d past their deadline): p50 %v, p90 %v, p99 %v, max %v",
 		batchSize, readers, queries.Load(), timeouts.Load(), at(50), at(90), at(99), latencies[len(latencies)-1])
+	if p50 := at(50); p50 > maxAppendP50 {
+		t.Errorf("Append's median latency beside readers is %v, want at most %v", p50, maxAppendP50)
+	}
 	if p99 := at(99); p99 > maxAppendP99 {
 		t.Errorf("Append's p99 latency beside readers is %v, want at most %v", p99, maxAppendP99)
 	}
