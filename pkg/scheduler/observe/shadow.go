@@ -194,7 +194,7 @@ func (sr *shadowRun) notCompared(reason string) {
 // live attempt, in the shadow's own attempt and CycleState.
 func (s *shadow) run(ctx context.Context, r *Recorder, live *attempt, nodes []fwk.NodeInfo, liveFit bool, liveNode string) *shadowRun {
 	pod := live.pod
-	a := newAttempt(r.profileTable(s.name), pod, live.number, live.queued, time.Now(), r.nodeSetOf(nodes))
+	a := newAttempt(s.framework.table, pod, live.number, live.queued, time.Now(), r.nodeSetOf(nodes))
 	sr := &shadowRun{attempt: a, run: record.ShadowRun{Profile: s.name}}
 	state := framework.NewCycleState()
 	state.Write(stateKey, a)
