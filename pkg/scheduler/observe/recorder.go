@@ -102,11 +102,14 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // QueueLength returns the number of attempts waiting to become records.
 func (r *Recorder) QueueLength() int { return len(r.finished) }
 
-// Run turns finished attempts into records until ctx is done.
+// Run turns finished attempts into records until ctx is done, and then
+// closes the shadow profiles' frameworks, as the scheduler closes its
+// profiles' when its context is done.
 func (r *Recorder) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			r.closeShadows()
 			return
 		case a := <-r.finished:
 			r.publish(a)

@@ -11,6 +11,7 @@ import (
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -100,6 +101,20 @@ func (r *Recorder) takeShadows(sched *scheduler.Scheduler) error {
 		delete(sched.Profiles, s.Name)
 	}
 	return nil
+}
+
+// closeShadows closes the shadows' frameworks, which close their plugins
+// that are io.Closers.
+func (r *Recorder) closeShadows() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.profiles {
+		for _, s := range t.shadows {
+			if err := s.framework.Close(); err != nil {
+				klog.Background().Error(err, "Closing a shadow profile's plugins", "shadow", s.name)
+			}
+		}
+	}
 }
 
 // postFiltersOf returns f's PostFilter plugins, in order.

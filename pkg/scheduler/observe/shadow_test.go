@@ -505,6 +505,52 @@ func TestShadowNotComparedWhenTheSnapshotChanges(t *testing.T) {
 	}
 }
 
+// closingPlugin is a PreFilter plugin that tells when it is closed.
+type closingPlugin struct{ closed chan struct{} }
+
+const closingPluginName = "Closing"
+
+func (closingPlugin) Name() string { return closingPluginName }
+
+func (closingPlugin) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	return nil, nil
+}
+
+func (closingPlugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func (p closingPlugin) Close() error {
+	close(p.closed)
+	return nil
+}
+
+// TestShadowClosedWithTheRecorder closes a shadow's plugins when the
+// Recorder's context ends, as the scheduler closes its profiles'.
+func TestShadowClosedWithTheRecorder(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	closed := make(chan struct{})
+	registry := frameworkruntime.Registry{
+		closingPluginName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return closingPlugin{closed}, nil
+		},
+	}
+	shadow := defaultProfile("shadow")
+	shadow.Plugins = &configv1.Plugins{PreFilter: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: closingPluginName}}}}
+	newShadowedScheduler(ctx, t, Options{Shadows: []Shadow{{Name: "shadow", Live: liveProfile}}},
+		[]configv1.KubeSchedulerProfile{defaultProfile(liveProfile), shadow}, registry, node("a", "8"))
+	select {
+	case <-closed:
+		t.Fatal("the shadow's plugin was closed while the Recorder runs")
+	default:
+	}
+	cancel()
+	select {
+	case <-closed:
+	case <-time.After(wait.ForeverTestTimeout):
+		t.Error("the shadow's plugin was not closed when the Recorder's context ended")
+	}
+}
+
 // TestInstallRejectsAnUnknownShadow names the missing profile.
 func TestInstallRejectsAnUnknownShadow(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
