@@ -216,8 +216,8 @@ func (s *shadow) run(ctx context.Context, r *Recorder, live *attempt, nodes []fw
 	a.table.current.Store(a)
 	defer a.table.current.Store(nil)
 
-	m := framework.NewDefaultNodeToStatus()
-	feasible, scores, err := s.schedule(ctx, state, pod, m, live.candidates(nodes, liveFit, liveNode))
+	diagnosis := framework.Diagnosis{NodeToStatus: framework.NewDefaultNodeToStatus()}
+	feasible, scores, err := s.schedule(ctx, state, pod, &diagnosis, live.candidates(nodes, liveFit, liveNode))
 	a.table.current.Store(nil)
 	a.explainAttempt(ctx, state)
 	a.cycleEnd = time.Now()
@@ -227,9 +227,9 @@ func (s *shadow) run(ctx context.Context, r *Recorder, live *attempt, nodes []fw
 		a.failedPoint = failedPoint(a)
 	case len(feasible) == 0:
 		a.result = record.ResultUnschedulable
-		a.message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: framework.Diagnosis{NodeToStatus: m}}).Error()
+		a.message = (&framework.FitError{Pod: pod, NumAllNodes: len(nodes), Diagnosis: diagnosis}).Error()
 		a.failedPoint = failedPoint(a)
-		sr.run.PostFilter = s.postFilter(ctx, state, pod, nodes, m)
+		sr.run.PostFilter = s.postFilter(ctx, state, pod, nodes, diagnosis.NodeToStatus)
 	default:
 		a.result = record.ResultScheduled
 		a.selectedNode = selectNode(feasible, scores, liveNode)
@@ -269,22 +269,24 @@ func (a *attempt) candidates(nodes []fwk.NodeInfo, liveFit bool, liveNode string
 }
 
 // schedule runs the shadow's algorithm on candidates: the feasible nodes
-// and, when there are several, their scores. Filter statuses go to m.
-func (s *shadow) schedule(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m *framework.NodeToStatus, candidates []fwk.NodeInfo) ([]fwk.NodeInfo, []fwk.NodePluginScores, error) {
+// and, when there are several, their scores. Why nodes do not fit goes to
+// diagnosis, as the scheduler's algorithm puts it there.
+func (s *shadow) schedule(ctx context.Context, state fwk.CycleState, pod *v1.Pod, diagnosis *framework.Diagnosis, candidates []fwk.NodeInfo) ([]fwk.NodeInfo, []fwk.NodePluginScores, error) {
 	f := s.framework
-	preRes, status, _ := f.RunPreFilterPlugins(ctx, state, pod)
+	preRes, status, unresolved := f.RunPreFilterPlugins(ctx, state, pod)
 	if !status.IsSuccess() {
 		if !status.IsRejected() {
 			return nil, nil, status.AsError()
 		}
-		m.SetAbsentNodesStatus(status)
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(status)
+		diagnosis.PreFilterMsg = status.Message()
 		return nil, nil, nil
 	}
 	if !preRes.AllNodes() {
 		candidates = slices.DeleteFunc(slices.Clone(candidates), func(n fwk.NodeInfo) bool { return !preRes.NodeNames.Has(n.Node().Name) })
-		m.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't satisfy the PreFilter result"))
+		diagnosis.NodeToStatus.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(unresolved))))
 	}
-	feasible, err := s.filter(ctx, state, pod, m, candidates)
+	feasible, err := s.filter(ctx, state, pod, diagnosis.NodeToStatus, candidates)
 	if err != nil || len(feasible) < 2 || !f.HasScorePlugins() {
 		return feasible, nil, err
 	}

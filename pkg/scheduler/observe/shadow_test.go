@@ -309,6 +309,47 @@ func TestShadowOutcomes(t *testing.T) {
 	}
 }
 
+// preFilterRejecter rejects every pod at PreFilter.
+type preFilterRejecter struct{}
+
+const preFilterRejecterName = "PreFilterRejecter"
+
+func (preFilterRejecter) Name() string { return preFilterRejecterName }
+
+func (preFilterRejecter) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the shadow turns every pod away")
+}
+
+func (preFilterRejecter) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// TestShadowRejectingAtPreFilter gives a shadow a plugin that rejects
+// every pod at PreFilter: the live profile finds a node and the shadow
+// does not, and its record says why, as the scheduler's message would.
+func TestShadowRejectingAtPreFilter(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	registry := frameworkruntime.Registry{
+		preFilterRejecterName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return preFilterRejecter{}, nil
+		},
+	}
+	shadow := defaultProfile("shadow")
+	shadow.Plugins = &configv1.Plugins{PreFilter: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: preFilterRejecterName}}}}
+	sched := newShadowedScheduler(ctx, t, Options{Shadows: []Shadow{{Name: "shadow", Live: liveProfile}}},
+		[]configv1.KubeSchedulerProfile{defaultProfile(liveProfile), shadow}, registry, node("a", "8"), node("b", "8"))
+	sched.schedule(ctx, t, livePod("p", "1"))
+
+	rec := sched.sink.first(ctx, t, "p")["p"]
+	if len(rec.Shadows) != 1 || rec.Shadows[0].Outcome != record.ShadowLiveOnly {
+		t.Fatalf("shadow runs %+v, want one liveOnly", rec.Shadows)
+	}
+	got := rec.Shadows[0].Attempt
+	want := "0/2 nodes are available: the shadow turns every pod away."
+	if got.Result != record.ResultUnschedulable || got.Message != want || got.FailedPoint != record.PreFilter {
+		t.Errorf("the shadow's record: result %s, message %q, failed at %s; want unschedulable, %q, at PreFilter", got.Result, got.Message, got.FailedPoint, want)
+	}
+}
+
 // TestShadowDryRunsPreemption gives a shadow DefaultPreemption that its
 // live profile lacks: the shadow says which pod preemption would evict
 // and where it would nominate the pod, and nothing is evicted or
