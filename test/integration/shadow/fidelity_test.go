@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +23,13 @@ import (
 
 const (
 	namespace = "fidelity"
-	live      = "fidelity"
-	shadow    = "fidelity-shadow"
-	numNodes  = 24
-	numPods   = 300
-	seed      = 20261207
+	// ownNamespace holds a pod that names the shadow.
+	ownNamespace = "fidelity-own"
+	live         = "fidelity"
+	shadow       = "fidelity-shadow"
+	numNodes     = 24
+	numPods      = 300
+	seed         = 20261207
 )
 
 // config has the default profile twice: live, and its identical shadow.
@@ -44,7 +47,9 @@ profiles:
 // spreading, taints, and a share that no node fits) with a shadow
 // identical to the live profile in every attempt. Every compared attempt
 // must be sameNode when the live profile found a node and neither when it
-// did not, and an attempt not compared must say why.
+// did not, and an attempt not compared must say why. The scheduler's
+// metrics count the outcomes, and a pod that names the shadow stays
+// pending, counted.
 func TestShadowFidelity(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartTestControlPlane(t)
@@ -58,8 +63,10 @@ func TestShadowFidelity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{namespace, ownNamespace} {
+		if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", config,
 		"--shadow-profile="+shadow+"="+live, "--record-buffer-size=20000")
@@ -71,6 +78,13 @@ func TestShadowFidelity(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	own := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "names-the-shadow", Namespace: ownNamespace},
+		Spec:       v1.PodSpec{SchedulerName: shadow, Containers: []v1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if _, err := client.CoreV1().Pods(ownNamespace).Create(ctx, own, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pods := makePods(rng)
 	for _, p := range pods {
 		if _, err := client.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -107,6 +121,44 @@ func TestShadowFidelity(t *testing.T) {
 	t.Logf("%d attempts; shadow outcomes %v; %d with the live node ranked first by the shadow's scores", len(records), outcomes, scored)
 	if outcomes[record.ShadowSameNode] < numPods/2 || outcomes[record.ShadowNeither] == 0 || scored == 0 {
 		t.Errorf("shadow outcomes %v, %d scored: want most pods placed, some unschedulable, and scored choices", outcomes, scored)
+	}
+	checkMetrics(t, s, outcomes)
+	got, err := client.CoreV1().Pods(ownNamespace).Get(ctx, own.Name, metav1.GetOptions{})
+	if err != nil || got.Spec.NodeName != "" {
+		t.Errorf("the pod that names the shadow is on node %q (%v); a shadow schedules no pod", got.Spec.NodeName, err)
+	}
+}
+
+// checkMetrics checks that the scheduler counts the shadow's outcomes as
+// the records have them, and the pod that names the shadow.
+func checkMetrics(t *testing.T, s *framework.Scheduler, outcomes map[record.ShadowOutcome]int) {
+	t.Helper()
+	_, families, err := framework.Scrape(s.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[record.ShadowOutcome]int{}
+	if f := families["schedscope_shadow_attempts_total"]; f != nil {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["profile"] != live || labels["shadow"] != shadow {
+				t.Errorf("schedscope_shadow_attempts_total has a series of %v", labels)
+			}
+			counted[record.ShadowOutcome(labels["outcome"])] = int(m.GetCounter().GetValue())
+		}
+	}
+	if diff := cmp.Diff(outcomes, counted); diff != "" {
+		t.Errorf("schedscope_shadow_attempts_total by outcome, against the records (-records +metric):\n%s", diff)
+	}
+	ownPods := 0.0
+	if f := families["schedscope_shadow_pods_total"]; f != nil && len(f.GetMetric()) == 1 {
+		ownPods = f.GetMetric()[0].GetCounter().GetValue()
+	}
+	if ownPods != 1 {
+		t.Errorf("schedscope_shadow_pods_total is %v, want 1: the pod that names the shadow", ownPods)
 	}
 }
 
