@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -589,6 +590,42 @@ func TestShadowClosedWithTheRecorder(t *testing.T) {
 	case <-closed:
 	case <-time.After(wait.ForeverTestTimeout):
 		t.Error("the shadow's plugin was not closed when the Recorder's context ended")
+	}
+}
+
+// failingFilter fails on every node with an internal error.
+type failingFilter struct{}
+
+const failingFilterName = "FailingFilter"
+
+func (failingFilter) Name() string { return failingFilterName }
+
+func (failingFilter) Filter(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) *fwk.Status {
+	return fwk.AsStatus(errors.New("the filter broke"))
+}
+
+// TestShadowNotComparedWhenTheLiveAttemptFails gives the live profile a
+// filter that fails with an internal error: the shadow's run is not
+// compared, and says why.
+func TestShadowNotComparedWhenTheLiveAttemptFails(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	registry := frameworkruntime.Registry{
+		failingFilterName: func(context.Context, k8sruntime.Object, fwk.Handle) (fwk.Plugin, error) { return failingFilter{}, nil },
+	}
+	live := defaultProfile(liveProfile)
+	live.Plugins = &configv1.Plugins{Filter: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: failingFilterName}}}}
+	sched := newShadowedScheduler(ctx, t, Options{Shadows: []Shadow{{Name: "shadow", Live: liveProfile}}},
+		[]configv1.KubeSchedulerProfile{live, defaultProfile("shadow")}, registry, node("a", "8"))
+	sched.schedule(ctx, t, livePod("p", "1"))
+
+	rec := sched.sink.first(ctx, t, "p")["p"]
+	if rec.Result != record.ResultError || len(rec.Shadows) != 1 {
+		t.Fatalf("live result %s with shadow runs %+v; want an error and one run", rec.Result, rec.Shadows)
+	}
+	got := rec.Shadows[0]
+	if got.Outcome != record.ShadowNotCompared || got.NotComparedReason != record.NotComparedLiveError || got.Attempt.SelectedNode != "a" {
+		t.Errorf("the shadow run %+v (chose %q); want notCompared for the live error, its own choice kept", got, got.Attempt.SelectedNode)
 	}
 }
 
