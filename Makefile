@@ -254,12 +254,12 @@ test-minor: build ## Prove one minor (KUBE_MINOR, default the newest) against it
 	$(eval MINOR_OUT := $(MATRIX_OUT)/$(or $(KUBE_MINOR),$(KUBE_NEWEST)))
 	@rm -rf $(MINOR_OUT) && mkdir -p $(MINOR_OUT)
 	@for b in schedscope-scheduler kube-scheduler kube-apiserver; do printf '%s: ' $$b; $(KUBE_BIN)/$$b --version || exit 1; done | tee $(MINOR_OUT)/versions.txt
-	$(GO) vet $(KUBE_FLAGS) ./pkg/scheduler/... ./cmd/schedscope-scheduler/... ./test/integration/equivalence ./test/integration/scheduler
+	$(GO) vet $(KUBE_FLAGS) ./pkg/scheduler/... ./cmd/schedscope-scheduler/... ./test/integration/equivalence ./test/integration/scheduler ./test/integration/shadow
 	@status=0; \
 	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v ./pkg/scheduler/observe/... ./cmd/schedscope-scheduler/app 2>&1 | tee $(MINOR_OUT)/test.log; \
 		((status |= PIPESTATUS[0])); \
-	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity)$$' \
-		./test/integration/equivalence ./test/integration/scheduler 2>&1 | tee -a $(MINOR_OUT)/test.log; \
+	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity|TestShadowFidelity)$$' \
+		./test/integration/equivalence ./test/integration/scheduler ./test/integration/shadow 2>&1 | tee -a $(MINOR_OUT)/test.log; \
 		((status |= PIPESTATUS[0])); \
 	$(GO) tool test2json < $(MINOR_OUT)/test.log > $(MINOR_OUT)/test.json; exit $$status
 	$(MAKE) test-compat KUBE_MINOR=$(KUBE_MINOR) COMPAT_MODES="$(MINOR_COMPAT_MODES)" COMPAT_WORKLOADS='$(MINOR_COMPAT_WORKLOADS)'

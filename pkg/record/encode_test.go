@@ -95,6 +95,45 @@ func TestEncodeRoundTrips(t *testing.T) {
 	}
 }
 
+// TestEncodeRoundTripsShadows encodes a record with a shadow run, the
+// shadow's own record with its verdicts and scores among it, and decodes
+// it unchanged.
+func TestEncodeRoundTripsShadows(t *testing.T) {
+	rank, liveScore, shadowScore := 2, int64(180), int64(150)
+	a := Attempt{
+		Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "default-scheduler", Attempt: 1,
+		Result: ResultScheduled, SelectedNode: "node-1",
+		Shadows: []ShadowRun{
+			{
+				Profile: "binpack", Outcome: ShadowOtherNode, LiveNodeRank: rank, LiveNodeScore: &liveScore, ShadowNodeLiveScore: &shadowScore,
+				Attempt: &Attempt{
+					Pod: PodRef{Namespace: "ns", Name: "web-0", UID: "u1"}, Profile: "binpack", Attempt: 1, Result: ResultScheduled, SelectedNode: "node-2",
+					Filter: []VerdictGroup{{Verdict: VerdictPassed, Count: 2, Nodes: []string{"node-1", "node-2"}}},
+					Scores: testScores(2),
+				},
+			},
+			{
+				Profile: "strict", Outcome: ShadowLiveOnly,
+				PostFilter: []ShadowPostFilter{{
+					Plugin: "DefaultPreemption", DryRun: true, Code: CodeSuccess, NominatedNode: "node-3",
+					Victims: []PodRef{{Namespace: "ns", Name: "batch-1", UID: "u2"}},
+				}},
+			},
+		},
+	}
+	data, err := Encode(&a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Attempt
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("decoding %s: %v", data, err)
+	}
+	if diff := cmp.Diff(a, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Encode and decode changed the record (-want +got):\n%s", diff)
+	}
+}
+
 // TestEncodeWritesJSONMarshalBytes checks that everything but the score
 // columns, the Filter groups and details among it, is json.Marshal's
 // bytes, escapes included.

@@ -101,6 +101,9 @@ type Attempt struct {
 	NominatedNode string `json:"nominatedNode,omitempty"`
 	// Victims are the pods preemption chose to evict for this pod.
 	Victims []PodRef `json:"victims,omitempty"`
+	// Shadows holds what each shadow profile of Profile would have done in
+	// this attempt, in the order the shadows were declared.
+	Shadows []ShadowRun `json:"shadows,omitempty"`
 
 	// Timing of the attempt.
 	Timing Timing `json:"timing"`
@@ -125,6 +128,86 @@ type Attempt struct {
 	Details []PluginDetail `json:"details,omitempty"`
 	// DetailsCut counts the details beyond MaxDetails that were not kept.
 	DetailsCut int `json:"detailsCut,omitempty"`
+}
+
+// ShadowOutcome compares a shadow profile's choice with the live profile's.
+type ShadowOutcome string
+
+const (
+	// ShadowSameNode: both chose the same node.
+	ShadowSameNode ShadowOutcome = "sameNode"
+	// ShadowOtherNode: both found a node, and they differ.
+	ShadowOtherNode ShadowOutcome = "otherNode"
+	// ShadowLiveOnly: the live profile found a node and the shadow did not.
+	ShadowLiveOnly ShadowOutcome = "liveOnly"
+	// ShadowShadowOnly: the shadow found a node and the live profile did not.
+	ShadowShadowOnly ShadowOutcome = "shadowOnly"
+	// ShadowNeither: neither found a node.
+	ShadowNeither ShadowOutcome = "neither"
+	// ShadowNotCompared: the shadow's run cannot be compared with the live
+	// attempt; NotComparedReason says why. It is never a divergence.
+	ShadowNotCompared ShadowOutcome = "notCompared"
+)
+
+// Reasons a shadow run was not compared.
+const (
+	// NotComparedSnapshotChanged: the scheduler's snapshot changed while the
+	// shadow ran, so the shadow did not see the state the live attempt saw.
+	NotComparedSnapshotChanged = "the cluster snapshot changed during the shadow's run"
+	// NotComparedLiveError: the live attempt ended in an internal error
+	// before it chose a node or found none.
+	NotComparedLiveError = "the live attempt ended in an error"
+	// NotComparedShadowError: the shadow's run ended in an internal error;
+	// its Attempt says where.
+	NotComparedShadowError = "the shadow's run ended in an error"
+)
+
+// ShadowRun is what a shadow profile would have done with the pod of a
+// live attempt, on the cluster state the live attempt saw. A shadow only
+// computes: it binds, reserves, permits, preempts and nominates nothing.
+type ShadowRun struct {
+	// Profile is the shadow profile (its schedulerName).
+	Profile string `json:"profile"`
+	// Outcome compares the shadow's choice with the live attempt's.
+	Outcome ShadowOutcome `json:"outcome"`
+	// NotComparedReason says why the run was not compared.
+	NotComparedReason string `json:"notComparedReason,omitempty"`
+	// LiveNodeRank is the rank of the live attempt's node among the nodes
+	// the shadow scored, 1 for the best (nodes of equal score share a
+	// rank); 0 when the shadow did not score it.
+	LiveNodeRank int `json:"liveNodeRank,omitempty"`
+	// LiveNodeScore is the shadow's total score of the live attempt's node,
+	// when the shadow scored it.
+	LiveNodeScore *int64 `json:"liveNodeScore,omitempty"`
+	// ShadowNodeLiveScore is the live profile's total score of the
+	// shadow's node, when the live profile scored it.
+	ShadowNodeLiveScore *int64 `json:"shadowNodeLiveScore,omitempty"`
+	// PostFilter is the shadow's PostFilter answer when it found no node:
+	// each PostFilter plugin in order, until one would have helped.
+	PostFilter []ShadowPostFilter `json:"postFilter,omitempty"`
+	// Attempt is the shadow's own record, bounded as any attempt's: its
+	// Result is scheduled when it chose SelectedNode (it binds nothing),
+	// and it holds its own points, plugin times, verdicts, scores and
+	// details. It has no shadows, victims or binding times.
+	Attempt *Attempt `json:"attempt,omitempty"`
+}
+
+// ShadowPostFilter is one PostFilter plugin's answer in a shadow run.
+type ShadowPostFilter struct {
+	Plugin string `json:"plugin"`
+	// DryRun tells whether the plugin was asked: a shadow dry-runs
+	// DefaultPreemption, finding candidates and choosing one, and evicts
+	// and nominates nothing; it does not call other PostFilter plugins,
+	// which act as they decide. Message says why a plugin was not asked.
+	DryRun bool `json:"dryRun"`
+	// Code is the answer's status code: Success when preemption would
+	// help.
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// NominatedNode is the node preemption would have nominated.
+	NominatedNode string `json:"nominatedNode,omitempty"`
+	// Victims are the pods preemption would have evicted there.
+	Victims []PodRef `json:"victims,omitempty"`
 }
 
 // PluginDetail is a plugin's own explanation of its verdict.

@@ -15,7 +15,7 @@ import (
 
 // operatorDocs are the documents whose commands and metrics an operator
 // follows by hand.
-var operatorDocs = []string{"docs/architecture.md", "docs/scheduler.md", "docs/troubleshooting.md", "docs/upgrade.md", "docs/tracing.md", "docs/deploy.md", "docs/runbooks.md"}
+var operatorDocs = []string{"docs/architecture.md", "docs/scheduler.md", "docs/troubleshooting.md", "docs/upgrade.md", "docs/tracing.md", "docs/deploy.md", "docs/runbooks.md", "docs/shadow.md"}
 
 var (
 	flagRE = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)

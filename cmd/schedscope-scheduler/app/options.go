@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/schedscope/schedscope/pkg/scheduler/observe"
 	"github.com/schedscope/schedscope/pkg/scheduler/tracing"
 	"github.com/schedscope/schedscope/pkg/stream"
 )
@@ -38,11 +39,16 @@ type RecordOptions struct {
 	ClusterName string
 	// Transport secures the connection to the trace collector.
 	Transport tracing.Transport
+	// Shadows are the shadow profiles, each with its live profile.
+	Shadows []observe.Shadow
+	// ShadowSampleEvery runs the shadows in every n-th attempt of their
+	// live profile.
+	ShadowSampleEvery int
 }
 
 // NewRecordOptions returns the defaults.
 func NewRecordOptions() *RecordOptions {
-	return &RecordOptions{BufferSize: stream.DefaultBufferSize, BufferBytes: stream.DefaultBufferBytes, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second}
+	return &RecordOptions{BufferSize: stream.DefaultBufferSize, BufferBytes: stream.DefaultBufferBytes, QueueSize: 4096, BindAddress: "127.0.0.1:10262", Bookmark: 10 * time.Second, SlowAttempt: time.Second, ShadowSampleEvery: 1}
 }
 
 // AddFlags adds the options' flags to fs.
@@ -60,6 +66,10 @@ func (o *RecordOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Transport.CertFile, "tracing-client-cert-file", o.Transport.CertFile, "PEM client certificate presented to the trace collector (with --tracing-client-key-file); read again at each connection.")
 	fs.StringVar(&o.Transport.KeyFile, "tracing-client-key-file", o.Transport.KeyFile, "PEM private key of --tracing-client-cert-file.")
 	fs.BoolVar(&o.Transport.Insecure, "tracing-insecure", o.Transport.Insecure, "Send traces in plain text (gRPC or HTTP), without TLS, to a collector that is not on loopback.")
+	fs.Var(shadowFlag{&o.Shadows}, "shadow-profile", "<shadow>=<live>: the profile whose schedulerName is <shadow> is a shadow of the profile <live>, both profiles of the configuration. "+
+		"A shadow schedules no pod, not even one that names it: within the scheduling cycle of each sampled attempt of <live> it computes, on the same cluster state, where it would have put the pod, "+
+		"and the attempt's record holds its answer beside the live one. It binds, reserves, permits, preempts, nominates and writes nothing. Repeat the flag for more shadows.")
+	fs.IntVar(&o.ShadowSampleEvery, "shadow-sample-every", o.ShadowSampleEvery, "Run the shadow profiles in every n-th attempt of their live profile, the first included; 1 runs them in every attempt.")
 	fs.DurationVar(&o.SlowAttempt, "tracing-slow-attempt-threshold", o.SlowAttempt, "Attempts that spend longer than this in the scheduler (queue wait excluded) are traced whatever the sampling rate, as are unschedulable and failed attempts. Negative turns the rule off.")
 }
 
@@ -77,6 +87,9 @@ func (o *RecordOptions) Validate() []error {
 	}
 	if o.Bookmark <= 0 {
 		errs = append(errs, fmt.Errorf("--record-stream-bookmark-interval: must be positive, got %s", o.Bookmark))
+	}
+	if o.ShadowSampleEvery < 1 {
+		errs = append(errs, fmt.Errorf("--shadow-sample-every: must be at least 1, got %d", o.ShadowSampleEvery))
 	}
 	errs = append(errs, o.validateTracing()...)
 	if o.BindAddress != "" {

@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/schedscope/schedscope/pkg/scheduler/observe"
 )
 
 // TestRecordStreamIsLoopbackByDefault checks the default of
@@ -112,5 +115,67 @@ func TestTracingFlagsValidate(t *testing.T) {
 		if diff := cmp.Diff(tt.wantErrs, got); diff != "" {
 			t.Errorf("%v: errors (-want +got):\n%s", tt.args, diff)
 		}
+	}
+}
+
+// TestShadowProfileFlag parses the repeatable --shadow-profile and
+// --shadow-sample-every, and refuses what they cannot mean.
+func TestShadowProfileFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args        []string
+		want        []observe.Shadow
+		wantEvery   int
+		wantParse   string
+		wantInvalid []string
+	}{
+		{args: nil, wantEvery: 1},
+		{
+			args:      []string{"--shadow-profile=binpack=default-scheduler", "--shadow-profile=spread=default-scheduler", "--shadow-sample-every=10"},
+			want:      []observe.Shadow{{Name: "binpack", Live: "default-scheduler"}, {Name: "spread", Live: "default-scheduler"}},
+			wantEvery: 10,
+		},
+		{args: []string{"--shadow-profile=binpack"}, wantParse: `"binpack" is not <shadow schedulerName>=<live schedulerName>`},
+		{args: []string{"--shadow-profile==default-scheduler"}, wantParse: `"=default-scheduler" is not <shadow schedulerName>=<live schedulerName>`},
+		{args: []string{"--shadow-sample-every=0"}, wantEvery: 0, wantInvalid: []string{"--shadow-sample-every: must be at least 1, got 0"}},
+	} {
+		o := NewRecordOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		err := fs.Parse(tt.args)
+		if tt.wantParse != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantParse) {
+				t.Errorf("%v: parse error %v, want one saying %s", tt.args, err, tt.wantParse)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if diff := cmp.Diff(tt.want, o.Shadows); diff != "" || o.ShadowSampleEvery != tt.wantEvery {
+			t.Errorf("%v: sample every %d, shadows (-want +got):\n%s", tt.args, o.ShadowSampleEvery, diff)
+		}
+		var got []string
+		for _, err := range o.Validate() {
+			got = append(got, err.Error())
+		}
+		if diff := cmp.Diff(tt.wantInvalid, got); diff != "" {
+			t.Errorf("%v: errors (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+// TestValidateShadowsNamesTheProfile checks the shadows against the
+// configuration's profiles: each error names the flag and the profile.
+func TestValidateShadowsNamesTheProfile(t *testing.T) {
+	profiles := []config.KubeSchedulerProfile{{SchedulerName: "default-scheduler"}, {SchedulerName: "binpack"}}
+	o := NewRecordOptions()
+	o.Shadows = []observe.Shadow{{Name: "binpack", Live: "default-scheduler"}, {Name: "spread", Live: "default-scheduler"}}
+	var got []string
+	for _, err := range o.validateShadows(profiles) {
+		got = append(got, err.Error())
+	}
+	want := []string{`--shadow-profile: shadow profile "spread": no profile has that schedulerName`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }

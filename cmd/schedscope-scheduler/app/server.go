@@ -114,6 +114,9 @@ func runCommand(cmd *cobra.Command, opts *options.Options, recordOpts *RecordOpt
 	if err != nil {
 		return err
 	}
+	if errs := recordOpts.validateShadows(cc.ComponentConfig.Profiles); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
 	recorder, streamServer, shutdown, err := newRecorder(ctx, cc, recordOpts, tracingConfig)
 	if err != nil {
 		return err
@@ -139,7 +142,7 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 	recorder *observe.Recorder, streamServer *stream.Server, shutdown func(), err error) {
 	var tracer *tracing.Tracer
 	shutdown = func() {}
-	observeOpts := observe.Options{QueueSize: recordOpts.QueueSize}
+	observeOpts := observe.Options{QueueSize: recordOpts.QueueSize, Shadows: recordOpts.Shadows, ShadowSampleEvery: recordOpts.ShadowSampleEvery}
 	if tracingConfig != nil {
 		profiles := make([]string, 0, len(cc.ComponentConfig.Profiles))
 		for _, p := range cc.ComponentConfig.Profiles {
@@ -175,6 +178,9 @@ func newRecorder(ctx context.Context, cc *schedulerserverconfig.CompletedConfig,
 		SkippedAttempts:       func() float64 { return float64(tracer.SkippedAttempts()) },
 		MalformedTraceparents: func() float64 { return float64(tracer.MalformedTraceparents()) },
 	})
+	if err == nil {
+		err = countShadowPods(cc.InformerFactory, recordOpts.Shadows, m)
+	}
 	if err != nil {
 		shutdown()
 		return nil, nil, nil, err

@@ -2,7 +2,8 @@
 // component-base metrics, so they appear on the scheduler's own /metrics next
 // to upstream's scheduler_* metrics. Every attempt is counted (unlike
 // upstream's sampled plugin metrics), and labels come only from closed sets:
-// profile, plugin, extension point, status code and result, besides the
+// profile, shadow profile, plugin, extension point, status code, result and
+// shadow outcome, besides the
 // versions on schedscope_build_info's one series.
 package metrics
 
@@ -29,6 +30,8 @@ const (
 	labelPlugin  = "plugin"
 	labelCode    = "code"
 	labelPoint   = "extension_point"
+	labelShadow  = "shadow"
+	labelOutcome = "outcome"
 )
 
 // Sources reads the values that live elsewhere: the record pipeline and the
@@ -62,6 +65,8 @@ type Metrics struct {
 	UnschedulableByPlugin *metrics.CounterVec
 	FilterVerdicts        *metrics.CounterVec
 	PluginDuration        *metrics.HistogramVec
+	ShadowAttempts        *metrics.CounterVec
+	ShadowPods            *metrics.CounterVec
 	scores                *scoreCollector
 	buildInfo             *buildInfoCollector
 }
@@ -105,6 +110,17 @@ func New() *Metrics {
 			Buckets:        metrics.ExponentialBuckets(0.000001, 4, 11),
 			StabilityLevel: metrics.ALPHA,
 		}, []string{labelProfile, labelPlugin, labelPoint}),
+		ShadowAttempts: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: "shadow", Name: "attempts_total",
+			Help: "Attempts of a profile that a shadow profile also ran, by how the shadow's choice compares: " +
+				"sameNode, otherNode, liveOnly, shadowOnly, neither, or notCompared when the shadow could not see the live attempt's state.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelProfile, labelShadow, labelOutcome}),
+		ShadowPods: metrics.NewCounterVec(&metrics.CounterOpts{
+			Namespace: namespace, Subsystem: "shadow", Name: "pods_total",
+			Help:           "Pods seen that name a shadow profile's schedulerName: a shadow schedules no pod, so nothing schedules them.",
+			StabilityLevel: metrics.ALPHA,
+		}, []string{labelShadow}),
 		scores:    newScoreCollector(scoreHistogramOpts()),
 		buildInfo: newRunningBuildInfoCollector(),
 	}
@@ -112,7 +128,7 @@ func New() *Metrics {
 
 func (m *Metrics) registerables() []metrics.Registerable {
 	return []metrics.Registerable{m.Attempts, m.AttemptDuration, m.QueueWait, m.UnschedulableByPlugin,
-		m.FilterVerdicts, m.PluginDuration}
+		m.FilterVerdicts, m.PluginDuration, m.ShadowAttempts, m.ShadowPods}
 }
 
 // Registry is where metrics are registered: a metrics.KubeRegistry, or the
@@ -202,6 +218,15 @@ func (m *Metrics) ObserveRecord(rec *record.Attempt) {
 	if rec.Scores != nil {
 		for i, p := range rec.Scores.Plugins {
 			m.scores.observe(profile, p.Name, rec.Scores.Nodes, i)
+		}
+	}
+	for _, s := range rec.Shadows {
+		m.ShadowAttempts.WithLabelValues(profile, s.Profile, string(s.Outcome)).Inc()
+		if s.Attempt == nil {
+			continue
+		}
+		for _, p := range s.Attempt.Plugins {
+			m.PluginDuration.WithLabelValues(s.Profile, p.Plugin, p.Point).Observe(p.Duration.Seconds())
 		}
 	}
 }

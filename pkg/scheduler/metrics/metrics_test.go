@@ -88,6 +88,39 @@ schedscope_score_weighted_count{plugin="ImageLocality",profile="p"} 1
 	}
 }
 
+// TestObserveRecordCountsShadows counts each shadow run by its profile,
+// shadow and outcome, and times the shadow's plugins under the shadow's
+// name.
+func TestObserveRecordCountsShadows(t *testing.T) {
+	registry := metrics.NewKubeRegistry()
+	m := New()
+	m.RegisterTo(registry, Sources{})
+	shadowRecord := &record.Attempt{Profile: "binpack", Plugins: []record.PluginRun{{Plugin: "NodeResourcesFit", Point: record.Score, Duration: 3 * time.Microsecond, Calls: 2}}}
+	m.ObserveRecord(&record.Attempt{Profile: "p", Result: record.ResultScheduled, Shadows: []record.ShadowRun{
+		{Profile: "binpack", Outcome: record.ShadowOtherNode, Attempt: shadowRecord},
+	}})
+	m.ObserveRecord(&record.Attempt{Profile: "p", Result: record.ResultScheduled, Shadows: []record.ShadowRun{
+		{Profile: "binpack", Outcome: record.ShadowNotCompared, NotComparedReason: record.NotComparedSnapshotChanged},
+	}})
+	m.ShadowPods.WithLabelValues("binpack").Inc()
+
+	want := `
+# HELP schedscope_shadow_attempts_total [ALPHA] Attempts of a profile that a shadow profile also ran, by how the shadow's choice compares: sameNode, otherNode, liveOnly, shadowOnly, neither, or notCompared when the shadow could not see the live attempt's state.
+# TYPE schedscope_shadow_attempts_total counter
+schedscope_shadow_attempts_total{outcome="notCompared",profile="p",shadow="binpack"} 1
+schedscope_shadow_attempts_total{outcome="otherNode",profile="p",shadow="binpack"} 1
+# HELP schedscope_shadow_pods_total [ALPHA] Pods seen that name a shadow profile's schedulerName: a shadow schedules no pod, so nothing schedules them.
+# TYPE schedscope_shadow_pods_total counter
+schedscope_shadow_pods_total{shadow="binpack"} 1
+`
+	if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "schedscope_shadow_attempts_total", "schedscope_shadow_pods_total"); err != nil {
+		t.Error(err)
+	}
+	if got, err := testutil.GetHistogramMetricCount(m.PluginDuration.WithLabelValues("binpack", "NodeResourcesFit", record.Score)); err != nil || got != 1 {
+		t.Errorf("the shadow's NodeResourcesFit Score times observed %d times (%v), want 1", got, err)
+	}
+}
+
 // TestDocsListEveryMetric keeps the metrics table of docs/scheduler.md and
 // the code in step.
 func TestDocsListEveryMetric(t *testing.T) {

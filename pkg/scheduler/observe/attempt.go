@@ -66,6 +66,9 @@ type attempt struct {
 	failedPoint   string
 	nominatedNode string
 	bindCall      time.Duration
+
+	// shadows are the runs of the profile's shadows in this attempt.
+	shadows []*shadowRun
 }
 
 func (a *attempt) Clone() fwk.StateData { return a }
@@ -106,6 +109,7 @@ func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started ti
 // release returns the attempt's reusable buffers, its record's arrays
 // among them: the record must not be read after.
 func (a *attempt) release() {
+	a.releaseShadows()
 	if a.arrays != nil {
 		a.arrays.Release()
 		a.arrays = nil
@@ -262,7 +266,7 @@ func (a *attempt) build() *record.Attempt {
 	if a.arrays == nil {
 		a.arrays = build.NewArrays()
 	}
-	return build.Record(&build.Attempt{
+	rec := build.Record(&build.Attempt{
 		Pod:             a.pod,
 		Profile:         a.table.name,
 		Number:          a.number,
@@ -294,6 +298,8 @@ func (a *attempt) build() *record.Attempt {
 		Scored:          a.scored,
 		KeptRawScores:   a.rawScores,
 	}, a.arrays)
+	rec.Shadows = a.shadowRecords()
+	return rec
 }
 
 // pluginRuns reads the plugins' clocks: the calls and time of each plugin

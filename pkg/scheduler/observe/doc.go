@@ -11,5 +11,8 @@
 // scheduling attempt did, and package build turns that into the attempt's
 // decision record on the Recorder's background worker. The event recorders
 // of a scheduler built with Recorder.RecorderFactory tell which pods
-// preemption evicted.
+// preemption evicted. Shadow profiles (Options.Shadows) are taken out of
+// the scheduler's profiles and asked, within the scheduling cycle of each
+// sampled attempt of their live profile, where they would have put the
+// pod; the live attempt's record holds their answers (shadow.go).
 package observe

@@ -26,7 +26,19 @@ import (
 // framework as their handle, so the Filter calls preemption makes while it
 // simulates evictions stay out of the recorded verdicts. The records name
 // the pods preemption evicted when sched was built with r.RecorderFactory.
+//
+// The shadow profiles of r's Options are observed like the others, then
+// taken out of sched's profiles: the scheduler schedules no pod with them.
+// Each runs beside the sampled attempts of its live profile (see
+// runShadows).
 func (r *Recorder) Install(sched *scheduler.Scheduler) error {
+	profiles := make([]string, 0, len(sched.Profiles))
+	for name := range sched.Profiles {
+		profiles = append(profiles, name)
+	}
+	if errs := CheckShadows(r.opts.Shadows, profiles); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	for name, f := range sched.Profiles {
 		if !r.recordsVictimsFor(f) {
 			klog.Background().Info("Preemption victims are not recorded: the scheduler was not built with the Recorder's RecorderFactory", "profile", name)
@@ -37,6 +49,9 @@ func (r *Recorder) Install(sched *scheduler.Scheduler) error {
 		}
 		table.complete(f.ListPlugins())
 		sched.Profiles[name] = &observedFramework{Framework: f, recorder: r, table: table}
+	}
+	if err := r.takeShadows(sched); err != nil {
+		return err
 	}
 
 	r.observeSchedulePod(sched)
@@ -65,6 +80,7 @@ func (r *Recorder) schedulePod(ctx context.Context, f framework.Framework, state
 	if errors.As(err, &fitErr) {
 		a.message = fitErr.Error()
 	}
+	r.runShadows(ctx, f, a, result, err)
 	return result, err
 }
 

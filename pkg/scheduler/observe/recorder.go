@@ -41,6 +41,13 @@ type Options struct {
 	// OnRecord, if set, is called with every record before it reaches Sink;
 	// like the Sink and the Tracer, it must not keep the record.
 	OnRecord func(*record.Attempt)
+	// Shadows are the shadow profiles: Install takes them out of the
+	// scheduler's profiles and runs each beside the attempts of its live
+	// profile, and the live attempt's record holds what it would have done.
+	Shadows []Shadow
+	// ShadowSampleEvery runs the shadows in every n-th attempt of their live
+	// profile, the first included; 0 and 1 mean every attempt.
+	ShadowSampleEvery int
 }
 
 // Tracer turns a finished attempt into a trace.
@@ -95,11 +102,14 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // QueueLength returns the number of attempts waiting to become records.
 func (r *Recorder) QueueLength() int { return len(r.finished) }
 
-// Run turns finished attempts into records until ctx is done.
+// Run turns finished attempts into records until ctx is done, and then
+// closes the shadow profiles' frameworks, as the scheduler closes its
+// profiles' when its context is done.
 func (r *Recorder) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			r.closeShadows()
 			return
 		case a := <-r.finished:
 			r.publish(a)
@@ -235,6 +245,11 @@ type profileTable struct {
 	// Score) is running. The scheduler runs one scheduling cycle at a time,
 	// so the per-node calls of Filter and Score find their attempt here.
 	current atomic.Pointer[attempt]
+
+	// shadows are the profile's shadows, set by Install; shadowCount counts
+	// the attempts that sampleShadows was asked about.
+	shadows     []*shadow
+	shadowCount atomic.Uint64
 }
 
 // clockBase anchors monotonicNow.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	kubectlapp "github.com/schedscope/schedscope/cmd/kubectl-schedscope/app"
 	"github.com/schedscope/schedscope/pkg/record"
@@ -48,6 +49,27 @@ profiles:
       enabled:
       - name: NodeAffinity
         weight: 100
+`
+
+// shadowProfile shadows the equivalence profile in shadowConfig.
+const shadowProfile = "equivalence-binpack"
+
+// shadowConfig is config with a bin-packing shadow of its profile, which
+// decides otherwise: NodeResourcesFit scores with MostAllocated and weighs
+// 50.
+const shadowConfig = config + `- schedulerName: equivalence-binpack
+  plugins:
+    score:
+      enabled:
+      - name: NodeAffinity
+        weight: 100
+      - name: NodeResourcesFit
+        weight: 50
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
 `
 
 // outOfTreeConfig is config with the example custom scheduler's
@@ -85,8 +107,9 @@ profiles:
 const roomLabel = "example.com/room"
 
 // TestDecisionEquivalence schedules one seeded workload with plain
-// kube-scheduler and with schedscope, and with the example custom scheduler
-// built without and with schedscope, and compares every binding.
+// kube-scheduler and with schedscope, with schedscope and a shadow profile,
+// and with the example custom scheduler built without and with schedscope,
+// and compares every binding.
 func TestDecisionEquivalence(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -117,8 +140,8 @@ func TestDecisionEquivalence(t *testing.T) {
 	// Pods are created one at a time, each once the one before is bound, so
 	// that both schedulers decide the same pods in the same order on the same
 	// cluster state, whatever the timing.
-	runWithConfig := func(t *testing.T, binary, config string) (map[string]string, *framework.Scheduler) {
-		s, err := cp.StartScheduler(ctx, binary, binary, config)
+	runWithConfig := func(t *testing.T, binary, config string, extra ...string) (map[string]string, *framework.Scheduler) {
+		s, err := cp.StartScheduler(ctx, binary, binary, config, extra...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,22 +173,32 @@ func TestDecisionEquivalence(t *testing.T) {
 	}
 	tests := []struct {
 		name, plain, observed, config string
+		// observedConfig and observedFlags, when set, are the observed
+		// scheduler's configuration and extra flags.
+		observedConfig string
+		observedFlags  []string
 		// outOfTree are the example's plugins the records must show.
 		outOfTree bool
 	}{
 		{name: "in-tree plugins", plain: "kube-scheduler", observed: "schedscope-scheduler", config: config},
+		{
+			name: "in-tree plugins with a shadow", plain: "kube-scheduler", observed: "schedscope-scheduler", config: config,
+			observedConfig: shadowConfig, observedFlags: []string{"--shadow-profile=" + shadowProfile + "=" + schedulerName},
+		},
 		{name: "out-of-tree plugins", plain: "example-scheduler-plain", observed: "example-scheduler", config: outOfTreeConfig, outOfTree: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runWith := func(binary string) (map[string]string, *framework.Scheduler) {
-				return runWithConfig(t, binary, tt.config)
-			}
-			plain, plainScheduler := runWith(tt.plain)
+			plain, plainScheduler := runWithConfig(t, tt.plain, tt.config)
 			plainScheduler.Stop()
 			deletePods(t)
 
-			observed, schedscope := runWith(tt.observed)
+			observedConfig := tt.config
+			if tt.observedConfig != "" {
+				observedConfig = tt.observedConfig
+			}
+			since := time.Now()
+			observed, schedscope := runWithConfig(t, tt.observed, observedConfig, tt.observedFlags...)
 			defer deletePods(t)
 			defer schedscope.Stop()
 			if diff := cmp.Diff(plain, observed); diff != "" {
@@ -185,7 +218,57 @@ func TestDecisionEquivalence(t *testing.T) {
 			if tt.outOfTree {
 				checkOutOfTreePlugins(t, records)
 			}
+			if tt.observedFlags != nil {
+				checkShadowRan(t, records)
+				checkShadowInvisible(ctx, t, client, since)
+			}
 		})
+	}
+}
+
+// checkShadowRan checks that the shadow ran in every attempt, and that it
+// decided otherwise at times: the bindings that equal plain
+// kube-scheduler's are not so because the shadow did nothing.
+func checkShadowRan(t *testing.T, records map[string]*record.Attempt) {
+	t.Helper()
+	outcomes := map[record.ShadowOutcome]int{}
+	for name, rec := range records {
+		if len(rec.Shadows) != 1 || rec.Shadows[0].Profile != shadowProfile {
+			t.Errorf("pod %s: shadow runs %+v, want one of %s", name, rec.Shadows, shadowProfile)
+			continue
+		}
+		outcomes[rec.Shadows[0].Outcome]++
+	}
+	if outcomes[record.ShadowOtherNode] == 0 {
+		t.Errorf("shadow outcomes %v: the bin-packing shadow never chose another node", outcomes)
+	}
+	t.Logf("shadow outcomes: %v", outcomes)
+}
+
+// checkShadowInvisible checks that nothing the shadow did since is in the
+// API server: no event of its profile, no pod nominated.
+func checkShadowInvisible(ctx context.Context, t *testing.T, client kubernetes.Interface, since time.Time) {
+	t.Helper()
+	events, err := client.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.ReportingController == shadowProfile || e.DeprecatedSource.Component == shadowProfile {
+			t.Errorf("event %s/%s (%s, %s) by the shadow profile", e.Namespace, e.Name, e.Reason, e.Note)
+		}
+		if e.CreationTimestamp.After(since) && e.Regarding.Kind == "Pod" && e.Reason != "Scheduled" {
+			t.Errorf("event %s/%s about pod %s: %s %s; the workload's pods are only scheduled", e.Namespace, e.Name, e.Regarding.Name, e.Reason, e.Note)
+		}
+	}
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Status.NominatedNodeName != "" {
+			t.Errorf("pod %s is nominated to %s", p.Name, p.Status.NominatedNodeName)
+		}
 	}
 }
 
