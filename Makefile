@@ -217,8 +217,12 @@ endef
 generate: ## Regenerate the plugin shapes of the framework-equivalence test, one file per minor.
 	for m in $(KUBE_MINORS); do $(GO) run ./hack/shapegen -minor $$m || exit 1; done
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests need that this machine lacks (hack/deps.sh): as root with apt-get; otherwise print the command to run and fail.
+	hack/deps.sh
+
 .PHONY: test
-test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, a smoke run of the benchmark harness, the compatibility suite, and every minor's proof (test-minors).
+test: deps build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, a smoke run of the benchmark harness, the compatibility suite, and every minor's proof (test-minors).
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
@@ -299,11 +303,11 @@ vulncheck: ## Build govulncheck and a local vulnerability database (tools/vuln),
 	$(GO) run ./hack/vulncheck -accept hack/vulncheck/accepted.txt < $(CURDIR)/_output/govulncheck.json
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests only.
+test-unit: deps ## Run the unit tests only.
 	$(GO) test $(RACE) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: build build-tools ## Run the integration and end-to-end tests only.
+test-integration: deps build build-tools ## Run the integration and end-to-end tests only.
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./test/...
 
