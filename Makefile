@@ -43,6 +43,13 @@ VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X github.com/schedscope/schedscope/pkg/version.Version=$(VERSION)
 # The upstream binaries the tests and `make run` start.
 UPSTREAM := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3
+# What `make run` builds besides Jaeger: the processes hack/localstack
+# starts and the kubectl plugin its banner and smoke check use.
+RUN_PKGS := ./cmd/schedscope-scheduler ./cmd/schedscope-sidecar ./cmd/kubectl-schedscope \
+	k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3
+# rename-etcd names etcd's binary in $(1) etcd: go build names it after the
+# last element of go.etcd.io/etcd/server/v3 (v3, or server in newer Go).
+rename-etcd = @mv -f $(1)/v3 $(1)/etcd 2>/dev/null || mv -f $(1)/server $(1)/etcd 2>/dev/null || true
 TEST_FLAGS ?=
 # Files tests keep (the web page's screenshots): _output/test/_artifacts.
 TEST_ARTIFACTS := -artifacts -outputdir $(CURDIR)/_output/test
@@ -107,12 +114,12 @@ build: ## Build schedscope, the etcd, kube-apiserver and kube-scheduler it is te
 ifeq ($(KUBE_MINOR),)
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ ./cmd/... ./hack/otlpsink $(UPSTREAM)
-	@mv -f $(BIN)/v3 $(BIN)/etcd 2>/dev/null || mv -f $(BIN)/server $(BIN)/etcd 2>/dev/null || true
+	$(call rename-etcd,$(BIN))
 	cp cmd/kubectl-schedscope/kubectl_complete-schedscope $(BIN)/
 else
 	@mkdir -p $(KUBE_BIN)
 	$(GO) build $(KUBE_FLAGS) -ldflags "$(VERSION_LDFLAGS)" -o $(KUBE_BIN)/ ./cmd/schedscope-scheduler $(UPSTREAM)
-	@mv -f $(KUBE_BIN)/v3 $(KUBE_BIN)/etcd 2>/dev/null || mv -f $(KUBE_BIN)/server $(KUBE_BIN)/etcd 2>/dev/null || true
+	$(call rename-etcd,$(KUBE_BIN))
 endif
 	cd examples/custom-scheduler && $(GO) build $(EXAMPLE_KUBE_FLAGS) -ldflags "$(VERSION_LDFLAGS)" -o $(KUBE_BIN)/ ./cmd/...
 
@@ -126,7 +133,10 @@ kube-mod: ## Write kube/KUBE_MINOR.mod (and the example's) for K8S_RELEASE, a re
 	cd examples/custom-scheduler && $(GO) run github.com/schedscope/schedscope/hack/kubemod -kubernetes $(K8S_RELEASE)
 
 .PHONY: build-tools
-build-tools: benchstat promtool krew helm jsonnet ## Build Jaeger, promtool, benchstat, krew, helm and jsonnet, each from its own tools module, into bin/.
+build-tools: jaeger benchstat promtool krew helm jsonnet ## Build Jaeger, promtool, benchstat, krew, helm and jsonnet, each from its own tools module, into bin/.
+
+.PHONY: jaeger
+jaeger: ## Build Jaeger, which receives the scheduler's traces in make run and the tracing tests, from its tools module into bin/.
 	@mkdir -p $(BIN)
 	cd tools/jaeger && $(GO) build -o $(BIN)/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 
@@ -219,8 +229,12 @@ endef
 generate: ## Regenerate the plugin shapes of the framework-equivalence test, one file per minor.
 	for m in $(KUBE_MINORS); do $(GO) run ./hack/shapegen -minor $$m || exit 1; done
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests need that this machine lacks (hack/deps.sh): as root with apt-get; otherwise print the command to run and fail.
+	hack/deps.sh
+
 .PHONY: test
-test: build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, a smoke run of the benchmark harness, the compatibility suite, and every minor's proof (test-minors).
+test: deps build build-tools test-alerts ## Run every test: unit, integration (real etcd, kube-apiserver, schedulers), Jaeger end to end, the alert rules' unit tests, a smoke run of the benchmark harness, the compatibility suite, and every minor's proof (test-minors).
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./...
 	$(MAKE) bench-smoke
@@ -301,11 +315,11 @@ vulncheck: ## Build govulncheck and a local vulnerability database (tools/vuln),
 	$(GO) run ./hack/vulncheck -accept hack/vulncheck/accepted.txt < $(CURDIR)/_output/govulncheck.json
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests only.
+test-unit: deps ## Run the unit tests only.
 	$(GO) test $(RACE) $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: build build-tools ## Run the integration and end-to-end tests only.
+test-integration: deps build build-tools ## Run the integration and end-to-end tests only.
 	@mkdir -p $(CURDIR)/_output/test
 	$(GO) test $(RACE) -timeout 30m $(TEST_ARTIFACTS) $(TEST_FLAGS) ./test/...
 
@@ -352,7 +366,10 @@ verify: golangci-lint helm jsonnet ## Lint (golangci-lint, .golangci.yml), check
 		diff -u manifests/schedscope.yaml $(CURDIR)/_output/schedscope.yaml || { echo "manifests/ differs from the chart's rendering: make manifests"; exit 1; }
 
 .PHONY: run
-run: build build-tools ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar, Jaeger and a demo workload.
+run: jaeger ## Run schedscope on this machine: etcd, kube-apiserver, the scheduler, the sidecar serving the explain API through the kube-apiserver, Jaeger and a demo workload. Builds only those and the kubectl plugin (RUN_PKGS).
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/ $(RUN_PKGS)
+	$(call rename-etcd,$(BIN))
 	$(GO) build -o $(BIN)/localstack ./hack/localstack
 	$(BIN)/localstack
 

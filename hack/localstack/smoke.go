@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,12 +11,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 )
 
@@ -29,8 +30,11 @@ type explanation struct {
 
 // smokeCheck checks what the demo should have produced beyond the pods'
 // outcomes (runDemo checked those): an explanation of every demo pod in the
-// sidecar, the kubectl plugin's answer for the unschedulable pod, both
-// metrics endpoints, and the unschedulable pod's trace in Jaeger.
+// sidecar; through the kube-apiserver, as the banner tells users, the
+// explain API's discovery, the kubectl plugin's answer for the
+// unschedulable pod and the web page `kubectl schedscope ui` serves; the
+// sidecar's own page; both metrics endpoints; and the unschedulable pod's
+// trace in Jaeger.
 func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	done := s.step("checking the sidecar's explanation of every demo pod")
 	explained := map[string]explanation{}
@@ -67,8 +71,19 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	}
 	done(fmt.Sprintf("%d pods", len(explained)))
 
-	done = s.step("checking `kubectl schedscope explain pod/" + unschedulable + "`")
-	out, code, err := s.kubectlExplain(unschedulable)
+	groupVersion := strings.TrimSuffix(v1alpha1.Prefix, "/")
+	done = s.step("checking `kubectl get --raw " + groupVersion + "`")
+	out, code, err := s.kubectl(ctx, "get", "--raw", groupVersion)
+	if err != nil {
+		return err
+	}
+	if code != 0 || !strings.Contains(out, `"groupVersion":"`+v1alpha1.GroupName+"/"+v1alpha1.Version+`"`) {
+		return fmt.Errorf("kubectl get --raw %s: exit code %d, output:\n%s", groupVersion, code, out)
+	}
+	done("the kube-apiserver serves the explain API")
+
+	done = s.step("checking `kubectl schedscope explain pod/" + unschedulable + " -n " + demoNamespace + "`")
+	out, code, err = s.kubectl(ctx, "schedscope", "explain", "pod/"+unschedulable, "-n", demoNamespace)
 	if err != nil {
 		return err
 	}
@@ -77,20 +92,27 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	}
 	done("exit code 3, rejected by NodeResourcesFit")
 
-	done = s.step("checking the web page and the metrics endpoints")
-	resp, err := s.client.Get(s.sidecarURL + "/")
+	done = s.step("checking the web page through `kubectl schedscope ui`")
+	pageURL, err := s.checkUI(ctx)
+	if err != nil {
+		return err
+	}
+	done(pageURL + " answers 200")
+
+	done = s.step("checking the sidecar's own web page and the metrics endpoints")
+	resp, err := s.client.Get(s.sidecar.URL + "/")
 	if err != nil {
 		return fmt.Errorf("the sidecar's web page: %w", err)
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(bytes.ToLower(page), []byte("<html")) {
-		return fmt.Errorf("the sidecar's web page %s/: %s", s.sidecarURL, resp.Status)
+		return fmt.Errorf("the sidecar's web page %s/: %s", s.sidecar.URL, resp.Status)
 	}
 	for _, m := range []struct{ url, metric string }{
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope",result="unschedulable"}`},
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope-binpack",result="scheduled"}`},
-		{s.sidecarURL + "/metrics", "schedscope_follower_records_received_total"},
+		{s.sidecar.URL + "/metrics", "schedscope_follower_records_received_total"},
 	} {
 		body, err := framework.GetWithToken(m.url)
 		if err != nil {
@@ -127,30 +149,91 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 // explain asks the sidecar for the latest attempt of a demo pod.
 func (s *stack) explain(name string) (explanation, error) {
 	var e explanation
-	body, err := framework.GetWithToken(fmt.Sprintf("%s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain?limit=1", s.sidecarURL, demoNamespace, name))
+	body, err := framework.GetWithToken(fmt.Sprintf("%s%snamespaces/%s/pods/%s/explain?limit=1", s.sidecar.URL, v1alpha1.Prefix, demoNamespace, name))
 	if err != nil {
 		return e, err
 	}
 	return e, json.Unmarshal(body, &e)
 }
 
-// kubectlExplain runs the kubectl plugin against the sidecar as a user would.
-func (s *stack) kubectlExplain(pod string) (string, int, error) {
-	bin, err := framework.Binary("kubectl-schedscope")
+// kubectlCommand is kubectl as the banner tells users to run it: with the
+// stack's kubeconfig and the bin directory, which holds the kubectl
+// plugin, first on PATH.
+func (s *stack) kubectlCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		return nil, fmt.Errorf("the smoke test runs kubectl as users do (Debian: kubernetes-client, which hack/deps.sh installs): %w", err)
+	}
+	cmd := exec.CommandContext(ctx, kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig, "PATH="+framework.BinDir()+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd, nil
+}
+
+// kubectl runs kubectlCommand and returns its output and exit code.
+func (s *stack) kubectl(ctx context.Context, args ...string) (string, int, error) {
+	cmd, err := s.kubectlCommand(ctx, args...)
 	if err != nil {
 		return "", 0, err
 	}
-	cmd := exec.Command(bin, "explain", "pod/"+pod, "-n", demoNamespace, "--sidecar-url", s.sidecarURL, "--insecure-skip-tls-verify")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return string(out), exit.ExitCode(), nil
 	}
 	if err != nil {
-		return string(out), 0, fmt.Errorf("running %s: %w", bin, err)
+		return string(out), 0, fmt.Errorf("running kubectl %s: %w", strings.Join(args, " "), err)
 	}
 	return string(out), 0, nil
+}
+
+// checkUI runs `kubectl schedscope ui` on a free port, GETs the page at
+// the address it prints (the kube-apiserver proxies the request to the
+// sidecar), checks that it answers 200 with the page, stops the command
+// and returns the page's URL.
+func (s *stack) checkUI(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd, err := s.kubectlCommand(ctx, "schedscope", "ui", "--port", "0")
+	if err != nil {
+		return "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("running kubectl schedscope ui: %w", err)
+	}
+	defer func() {
+		cancel()
+		_ = cmd.Wait()
+	}()
+	// "Serving the page at http://127.0.0.1:PORT/apis/.../ui/ with ..."
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("kubectl schedscope ui printed no address: %w\n%s", err, stderr.String())
+	}
+	var pageURL string
+	for _, f := range strings.Fields(line) {
+		if strings.HasPrefix(f, "http://") {
+			pageURL = f
+		}
+	}
+	if pageURL == "" {
+		return "", fmt.Errorf("kubectl schedscope ui printed no address: %q", line)
+	}
+	resp, err := s.client.Get(pageURL)
+	if err != nil {
+		return "", fmt.Errorf("the page through kubectl schedscope ui: %w", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(bytes.ToLower(page), []byte("<html")) {
+		return "", fmt.Errorf("the page through kubectl schedscope ui, %s: %s\n%s", pageURL, resp.Status, page)
+	}
+	return pageURL, nil
 }
 
 // jaegerSpans returns how many spans Jaeger holds for a trace, and its answer.
@@ -179,29 +262,41 @@ func (s *stack) jaegerSpans(traceID string) (int, string) {
 	return n, resp.Status
 }
 
-// printWhereToLook prints every endpoint of the running stack.
-func (s *stack) printWhereToLook(d *demo) {
+// printWhereToLook prints how to use the running stack, as in a cluster
+// (kubectl and its plugin through the kube-apiserver), and every endpoint.
+func (s *stack) printWhereToLook() {
 	token := s.cp.Config.BearerToken
-	bin := filepath.Join(s.root, "bin")
 	w := s.out
-	fmt.Fprintf(w, "schedscope is running (started in %.1fs). Where to look:\n\n", time.Since(s.began).Seconds())
-	fmt.Fprintf(w, "  sidecar web page     %s/   (paste the token %s in the page's token field)\n", s.sidecarURL, token)
-	fmt.Fprintf(w, "  explain API          curl -sk -H 'Authorization: Bearer %s' %s/apis/schedscope.io/v1alpha1/namespaces/%s/pods/%s/explain\n", token, s.sidecarURL, demoNamespace, unschedulable)
-	fmt.Fprintf(w, "  pending pods         curl -sk -H 'Authorization: Bearer %s' %s/apis/schedscope.io/v1alpha1/pending\n", token, s.sidecarURL)
+	fmt.Fprintf(w, "schedscope is running (started in %.1fs). The kube-apiserver serves the sidecar's\n", time.Since(s.began).Seconds())
+	fmt.Fprintf(w, "explain API (APIService %s), as in a cluster. In another shell:\n\n", framework.APIServiceName)
+	fmt.Fprintf(w, "  export KUBECONFIG=%s PATH=%s:$PATH\n\n", s.cp.Kubeconfig, framework.BinDir())
+	for _, c := range []struct{ command, what string }{
+		{fmt.Sprintf("kubectl schedscope explain pod/%s -n %s", unschedulable, demoNamespace), "why is it pending?"},
+		{"kubectl schedscope pending -n " + demoNamespace, "the pending pods and why"},
+		{"kubectl schedscope ui", fmt.Sprintf("the web page, at http://127.0.0.1:8001%s", v1alpha1.UIPath)},
+		{"kubectl get --raw " + strings.TrimSuffix(v1alpha1.Prefix, "/"), "the explain API's resources"},
+		{"kubectl get pods -n " + demoNamespace + " -o wide", ""},
+	} {
+		if c.what != "" {
+			c.command = fmt.Sprintf("%-48s # %s", c.command, c.what)
+		}
+		fmt.Fprintf(w, "  %s\n", c.command)
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		fmt.Fprintln(w, "\n  kubectl is not on PATH: install it (Debian: kubernetes-client), or run the plugin as kubectl-schedscope.")
+	}
+	fmt.Fprintf(w, "\nWhere everything listens:\n\n")
+	fmt.Fprintf(w, "  kube-apiserver       %s\n", s.cp.Config.Host)
+	fmt.Fprintf(w, "  sidecar              %s   (the Service behind the APIService)\n", s.sidecar.URL)
 	fmt.Fprintf(w, "  record stream        curl -s %s   (add ?watch=true to follow)\n", s.sched.StreamURL)
 	fmt.Fprintf(w, "  scheduler metrics    curl -sk -H 'Authorization: Bearer %s' %s\n", token, s.sched.MetricsURL)
-	fmt.Fprintf(w, "  sidecar metrics      curl -sk -H 'Authorization: Bearer %s' %s/metrics\n", token, s.sidecarURL)
+	fmt.Fprintf(w, "  sidecar metrics      curl -sk -H 'Authorization: Bearer %s' %s/metrics\n", token, s.sidecar.URL)
 	if s.jaegerQuery != "" {
 		fmt.Fprintf(w, "  Jaeger API           %s/api/traces?service=schedscope-scheduler   (UI at %s when its assets are built in)\n", s.jaegerQuery, s.jaegerQuery)
 	}
 	if !s.tracing {
 		fmt.Fprintf(w, "  traces               off: %s\n", s.noTracing)
 	}
-	fmt.Fprintf(w, "  kube-apiserver       %s   (KUBECONFIG=%s)\n", s.cp.Config.Host, s.cp.Kubeconfig)
 	fmt.Fprintf(w, "  logs                 %s/*.log\n\n", s.dir)
-	fmt.Fprintf(w, "Why is pod %s/%s pending?\n\n", demoNamespace, unschedulable)
-	fmt.Fprintf(w, "  PATH=%s:$PATH KUBECONFIG=%s \\\n    kubectl schedscope explain pod/%s -n %s --sidecar-url %s --insecure-skip-tls-verify\n\n",
-		bin, s.cp.Kubeconfig, unschedulable, demoNamespace, s.sidecarURL)
-	fmt.Fprintf(w, "  KUBECONFIG=%s kubectl get pods -n %s -o wide\n\n", s.cp.Kubeconfig, demoNamespace)
 	fmt.Fprintln(w, "Press Ctrl-C to stop everything.")
 }

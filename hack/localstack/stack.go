@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/freeport"
 )
@@ -38,10 +39,9 @@ type stack struct {
 
 	cp      *framework.ControlPlane
 	sched   *framework.Scheduler
-	sidecar *framework.Process
+	sidecar *framework.Sidecar
 	jaeger  *framework.Process
 
-	sidecarURL string // https://127.0.0.1:port
 	// jaegerQuery is Jaeger's query HTTP base URL when Jaeger runs.
 	jaegerQuery, jaegerOTLP, jaegerHealth string
 	// tracing is set when the scheduler exports traces to Jaeger; noTracing
@@ -118,7 +118,7 @@ func (s *stack) runAll(ctx context.Context) int {
 		err = s.smokeCheck(ctx, d)
 	}
 	if err == nil && !s.o.smoke {
-		s.printWhereToLook(d)
+		s.printWhereToLook()
 		<-ctx.Done()
 		fmt.Fprintln(s.out)
 	}
@@ -178,7 +178,7 @@ func (s *stack) start(ctx context.Context) error {
 	case s.o.noJaeger:
 		s.noTracing = "-no-jaeger"
 	case binErr != nil:
-		s.noTracing = "bin/jaeger is not built (`make build-tools`)"
+		s.noTracing = "bin/jaeger is not built (`make jaeger`)"
 	case configErr != nil:
 		s.noTracing = "tools/jaeger/config.yaml is missing"
 	default:
@@ -238,9 +238,15 @@ func (s *stack) start(ctx context.Context) error {
 
 	done = s.step("starting schedscope-sidecar")
 	if err := s.startSidecar(ctx); err != nil {
+		return fmt.Errorf("starting schedscope-sidecar: %w", err)
+	}
+	done(s.sidecar.URL)
+
+	done = s.step("registering the explain API with the kube-apiserver (APIService " + framework.APIServiceName + ")")
+	if _, err := s.cp.RegisterAPIService(ctx, s.sidecar); err != nil {
 		return err
 	}
-	done(s.sidecarURL)
+	done(s.cp.Config.Host + v1alpha1.Prefix)
 	return nil
 }
 
@@ -296,30 +302,19 @@ func schedulerHasFlag(flag string) (bool, error) {
 	return bytes.Contains(out, []byte(flag+" ")), nil
 }
 
+// startSidecar starts the sidecar as the tests do, on its usual port when
+// that is free, linking to Jaeger when it runs.
 func (s *stack) startSidecar(ctx context.Context) error {
 	port, err := s.port(10263)
 	if err != nil {
 		return err
 	}
-	s.sidecarURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	args := []string{
-		"--stream-url", s.sched.StreamURL,
-		"--store", "sqlite://" + filepath.Join(s.dir, "records.db"),
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port),
-		"--kubeconfig", s.cp.Kubeconfig,
-		"--authentication-kubeconfig", s.cp.Kubeconfig,
-		"--authorization-kubeconfig", s.cp.Kubeconfig,
-		"--scheduler-health-url", s.sched.HealthURL,
-		"--scheduler-ready-url", strings.TrimSuffix(s.sched.HealthURL, "/healthz") + "/readyz",
-	}
+	extra := []string{"--secure-port", strconv.Itoa(port)}
 	if s.jaegerQuery != "" {
-		args = append(args, "--jaeger-url", s.jaegerQuery)
+		extra = append(extra, "--jaeger-url", s.jaegerQuery)
 	}
-	s.sidecar, err = framework.Start(s.dir, "schedscope-sidecar", "schedscope-sidecar", args...)
-	if err != nil {
-		return err
-	}
-	return s.waitOK(ctx, s.sidecar, s.sidecarURL+"/healthz", 60*time.Second)
+	s.sidecar, err = s.cp.StartSidecar(ctx, "schedscope-sidecar", s.sched, extra...)
+	return err
 }
 
 // waitOK polls url until it answers 200, failing early if p exits.
@@ -351,7 +346,9 @@ func (s *stack) stop() error {
 	done := s.step("stopping")
 	s.client.CloseIdleConnections()
 	http.DefaultClient.CloseIdleConnections()
-	s.sidecar.Stop()
+	if s.sidecar != nil {
+		s.sidecar.Stop()
+	}
 	if s.sched != nil {
 		s.sched.Stop()
 	}

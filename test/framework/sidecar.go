@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,25 +21,42 @@ type Sidecar struct {
 	*Process
 	// URL is the sidecar's https base URL.
 	URL string
+	// CABundle is the CA certificate (PEM) that issued the sidecar's
+	// serving certificate, which covers 127.0.0.1, localhost and the host
+	// names of the Service its APIService names (RegisterAPIService).
+	CABundle []byte
 }
 
 // StartSidecar starts schedscope-sidecar following sched's record stream
-// into dir/name.db, authenticating and authorizing through the control
-// plane, and waits until it answers /healthz.
+// into dir/name.db, serving a certificate of its own CA, authenticating
+// and authorizing through the control plane, and waits until it answers
+// /healthz. It listens on a free port unless extra sets --secure-port.
 func (cp *ControlPlane) StartSidecar(ctx context.Context, name string, sched *Scheduler, extra ...string) (*Sidecar, error) {
-	port, err := freeport.Get()
+	certDir := filepath.Join(cp.Dir, name+"-certs")
+	ca, err := writeServingCert(certDir, sidecarHosts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the serving certificate of %s: %w", name, err)
 	}
-	args := append([]string{
+	args := []string{
 		"--stream-url", sched.StreamURL,
 		"--store", "sqlite://" + filepath.Join(cp.Dir, name+".db"),
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(port), "--cert-dir", filepath.Join(cp.Dir, name+"-certs"),
+		"--bind-address", "127.0.0.1",
+		"--tls-cert-file", filepath.Join(certDir, "tls.crt"), "--tls-private-key-file", filepath.Join(certDir, "tls.key"),
 		"--kubeconfig", cp.Kubeconfig, "--authentication-kubeconfig", cp.Kubeconfig, "--authorization-kubeconfig", cp.Kubeconfig,
 		"--scheduler-health-url", sched.HealthURL,
 		"--scheduler-ready-url", strings.TrimSuffix(sched.HealthURL, "/healthz") + "/readyz",
-	}, extra...)
-	s := &Sidecar{URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	}
+	port, ok := flagValue(extra, "--secure-port")
+	if !ok {
+		free, err := freeport.Get()
+		if err != nil {
+			return nil, err
+		}
+		port = strconv.Itoa(free)
+		args = append(args, "--secure-port", port)
+	}
+	args = append(args, extra...)
+	s := &Sidecar{URL: "https://" + net.JoinHostPort("127.0.0.1", port), CABundle: ca}
 	if s.Process, err = Start(cp.Dir, name, "schedscope-sidecar", args...); err != nil {
 		return nil, err
 	}

@@ -41,7 +41,9 @@ func TestSmoke(t *testing.T) {
 	for _, want := range []string{
 		"too-big ", "unschedulable",
 		"checking the sidecar's explanation of every demo pod done",
+		"the kube-apiserver serves the explain API",
 		"exit code 3, rejected by NodeResourcesFit",
+		"/apis/schedscope.io/v1alpha1/ui/ answers 200",
 		"no process left",
 		"smoke test passed",
 	} {

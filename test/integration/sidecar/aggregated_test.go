@@ -3,22 +3,14 @@ package sidecar
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
-	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
-	"k8s.io/utils/ptr"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/test/framework"
@@ -95,60 +87,15 @@ func TestAggregatedAPI(t *testing.T) {
 }
 
 // registerAPIService makes the kube-apiserver serve the sidecar's API group
-// by proxying to the sidecar: an ExternalName service naming localhost (the
-// test has no cluster network or endpoints controller), and the APIService,
-// then waits until the aggregator reports it available. Tests may call it
-// one after the other: each removes the APIService when it ends.
+// by proxying to the sidecar, as the chart does. Tests may call it one
+// after the other: each removes the APIService when it ends.
 func registerAPIService(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "schedscope"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(sidecar.URL)
+	unregister, err := cp.RegisterAPIService(context.Background(), sidecar)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cp.Client.CoreV1().Services("schedscope").Create(ctx, &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "schedscope-sidecar"},
-		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeExternalName, ExternalName: "localhost"},
-	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	client, err := aggregator.NewForConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := v1alpha1.Version + "." + v1alpha1.GroupName
-	if _, err := client.ApiregistrationV1().APIServices().Create(ctx, &apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: apiregistrationv1.APIServiceSpec{
-			Group: v1alpha1.GroupName, Version: v1alpha1.Version,
-			Service:               &apiregistrationv1.ServiceReference{Namespace: "schedscope", Name: "schedscope-sidecar", Port: ptr.To(int32(port))},
-			InsecureSkipTLSVerify: true, GroupPriorityMinimum: 100, VersionPriority: 100,
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.ApiregistrationV1().APIServices().Delete(ctx, name, metav1.DeleteOptions{}) })
-	var last *apiregistrationv1.APIService
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if last, err = client.ApiregistrationV1().APIServices().Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return false, err
-		}
-		for _, c := range last.Status.Conditions {
-			if c.Type == apiregistrationv1.Available {
-				return c.Status == apiregistrationv1.ConditionTrue, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		t.Fatalf("APIService %s never became available: %v; status %+v", name, err, last.Status)
-	}
+	t.Cleanup(func() { _ = unregister() })
 }
 
 // explainReader is the ClusterRole the chart grants callers of the API
