@@ -54,6 +54,7 @@ func TestOperatorDocsNameRealFlags(t *testing.T) {
 		{"helm", "upgrade", "--help"},
 		{"helm", "template", "--help"},
 		{"helm", "lint", "--help"},
+		{"helm", "test", "--help"},
 	} {
 		bin, err := framework.Binary(cmd[0])
 		if err != nil {
