@@ -106,6 +106,21 @@ func newAttempt(table *profileTable, pod *v1.Pod, number int, queued, started ti
 	}
 }
 
+// useNodes makes set the nodes whose verdicts the attempt records, with a
+// slot each; before any Filter call, from the goroutine that runs the
+// scheduling cycle.
+func (a *attempt) useNodes(set *nodeset.Set) {
+	if set == a.nodes {
+		return
+	}
+	a.nodes = set
+	if cap(a.verdicts) < set.Len() {
+		a.verdicts = make([]*fwk.Status, set.Len())
+	}
+	a.verdicts = a.verdicts[:set.Len()]
+	clear(a.verdicts)
+}
+
 // release returns the attempt's reusable buffers, its record's arrays
 // among them: the record must not be read after.
 func (a *attempt) release() {

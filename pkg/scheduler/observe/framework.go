@@ -86,15 +86,21 @@ func (r *Recorder) schedulePod(ctx context.Context, f framework.Framework, state
 
 // begin starts recording an attempt.
 func (r *Recorder) begin(f framework.Framework, state fwk.CycleState, podInfo *framework.QueuedPodInfo) *attempt {
-	var nodes []fwk.NodeInfo
-	if lister := f.SnapshotSharedLister(); lister != nil {
-		nodes, _ = lister.NodeInfos().List()
-	}
 	queued := podInfo.Timestamp
-	a := newAttempt(r.profileTable(f.ProfileName()), podInfo.Pod, podInfo.Attempts, queued, time.Now(), r.nodeSetOf(nodes))
+	a := newAttempt(r.profileTable(f.ProfileName()), podInfo.Pod, podInfo.Attempts, queued, time.Now(), r.nodeSetOf(snapshotNodes(f)))
 	state.Write(stateKey, a)
 	r.inflight.Store(podInfo.Pod.UID, a)
 	return a
+}
+
+// snapshotNodes returns the nodes of f's snapshot.
+func snapshotNodes(f framework.Framework) []fwk.NodeInfo {
+	lister := f.SnapshotSharedLister()
+	if lister == nil {
+		return nil
+	}
+	nodes, _ := lister.NodeInfos().List()
+	return nodes
 }
 
 // fail ends an attempt the scheduler gave up on.
@@ -142,10 +148,20 @@ type observedFramework struct {
 	table    *profileTable
 }
 
+// snapshotNodes returns the nodes of the framework's snapshot.
+func (f *observedFramework) snapshotNodes() []fwk.NodeInfo { return snapshotNodes(f.Framework) }
+
+// RunPreFilterPlugins first takes the nodes of the snapshot the attempt
+// filters: before v1.37 the scheduling algorithm updates the snapshot
+// after the attempt began, at its own start.
 func (f *observedFramework) RunPreFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod) (*fwk.PreFilterResult, *fwk.Status, sets.Set[string]) {
+	a := attemptFrom(state)
+	if a != nil {
+		a.useNodes(f.recorder.nodeSetOf(f.snapshotNodes()))
+	}
 	start := time.Now()
 	result, s, unresolved := f.Framework.RunPreFilterPlugins(ctx, state, pod)
-	if a := attemptFrom(state); a != nil {
+	if a != nil {
 		a.addPoint(pointPreFilter, start, s)
 		a.preFilterStatus = s
 		a.preFilterResult = result

@@ -220,16 +220,24 @@ type outcome struct {
 	Victims []record.PodRef
 }
 
-// recordSink keeps the outcome of every record, by pod name.
+// recordSink keeps the outcome of every record, and its Filter verdict
+// groups, by pod name.
 type recordSink struct {
 	mu       sync.Mutex
 	outcomes map[string]outcome
+	filters  map[string][]record.VerdictGroup
 }
 
 func (s *recordSink) Add(a *record.Attempt, _ string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outcomes[a.Pod.Name] = outcome{Result: a.Result, Victims: slices.Clone(a.Victims)}
+	// The record's node lists are the Recorder's to reuse once Add returns.
+	filter := slices.Clone(a.Filter)
+	for i := range filter {
+		filter[i].Nodes = slices.Clone(filter[i].Nodes)
+	}
+	s.filters[a.Pod.Name] = filter
 	return nil
 }
 
@@ -262,7 +270,7 @@ func newObservedScheduler(ctx context.Context, t *testing.T, profile config.Kube
 	schedulermetrics.Register()
 	client := clientsetfake.NewClientset(objects...)
 	informerFactory := informers.NewSharedInformerFactory(client, 0)
-	sink := &recordSink{outcomes: map[string]outcome{}}
+	sink := &recordSink{outcomes: map[string]outcome{}, filters: map[string][]record.VerdictGroup{}}
 	r := NewRecorder(Options{Sink: sink, VictimGrace: 100 * time.Millisecond})
 	sched, err := scheduler.New(ctx, client, informerFactory, nil,
 		r.RecorderFactory(func(string) eventRecorder { return &events.FakeRecorder{} }),
@@ -386,5 +394,43 @@ func TestRecorderFactoryGetsPreemptionVictims(t *testing.T) {
 	}}
 	if diff := cmp.Diff(want, sched.sink.await(ctx, len(want))); diff != "" {
 		t.Errorf("records by pod (-want +got):\n%s", diff)
+	}
+}
+
+// TestFirstAttemptHasEveryNodesVerdict schedules the first pod of a real
+// scheduler, whose snapshot holds no node before its first cycle: the
+// record has the verdict of each node, those the cycle's snapshot holds.
+func TestFirstAttemptHasEveryNodesVerdict(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{
+		Profiles: []configv1.KubeSchedulerProfile{{SchedulerName: ptr.To(v1.DefaultSchedulerName)}},
+	})
+	capacity := map[v1.ResourceName]string{v1.ResourceCPU: "2", v1.ResourcePods: "10"}
+	sched := newObservedScheduler(ctx, t, cfg.Profiles[0], nil,
+		st.MakeNode().Name("fits").Capacity(capacity).Obj(),
+		st.MakeNode().Name("tainted").Capacity(capacity).Taints([]v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}}).Obj())
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+		return sched.Cache.NodeCount() == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the scheduler's cache: %v", err)
+	}
+
+	sched.create(ctx, t, st.MakePod().Namespace("default").Name("first").UID("first").SchedulerName(v1.DefaultSchedulerName).Obj())
+	sched.scheduleOne(ctx, t)
+	sched.sink.await(ctx, 1)
+
+	sched.sink.mu.Lock()
+	defer sched.sink.mu.Unlock()
+	verdicts := map[string]string{}
+	for _, g := range sched.sink.filters["first"] {
+		for _, n := range g.Nodes {
+			verdicts[n] = g.Verdict + " " + g.Plugin
+		}
+	}
+	want := map[string]string{"fits": record.VerdictPassed + " ", "tainted": record.VerdictRejected + " TaintToleration"}
+	if diff := cmp.Diff(want, verdicts); diff != "" {
+		t.Errorf("the first attempt's verdicts by node (-want +got):\n%s", diff)
 	}
 }

@@ -158,16 +158,19 @@ func routeAPIService(t *testing.T, cp *framework.ControlPlane, apiService *unstr
 func waitExit(t *testing.T, name string, timeout time.Duration) (int, string) {
 	t.Helper()
 	var state string
+	var inspectErr error
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// podman inspect can fail while the container exits ("read
+		// /proc/N/cgroup: no such process"): ask again.
 		out, err := podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name)
-		if err != nil {
-			return false, err
+		if inspectErr = err; err != nil {
+			return false, nil
 		}
 		state = strings.TrimSpace(string(out))
 		return strings.HasPrefix(state, "exited "), nil
 	})
 	if err != nil {
-		t.Fatalf("container %s did not exit in %v (state %q): %v", name, timeout, state, err)
+		t.Fatalf("container %s did not exit in %v (state %q, last inspect error %v): %v", name, timeout, state, inspectErr, err)
 	}
 	code, err := strconv.Atoi(strings.TrimPrefix(state, "exited "))
 	if err != nil {

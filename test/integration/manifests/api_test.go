@@ -115,10 +115,10 @@ func checkAPI(t *testing.T, r release, byKind map[string][]*unstructured.Unstruc
 	}
 
 	// The follower and the API read the store from the Secret, the
-	// password as PGPASSWORD.
+	// password as PGPASSWORD, and verify the server with the values' CA.
 	wantEnv := map[string]string{
 		"SCHEDSCOPE_STORE": "Secret schedscope-postgres key url", "PGPASSWORD": "Secret schedscope-postgres key password",
-		"PGSSLROOTCERT": "value /etc/schedscope/postgres-ca/ca.crt",
+		"PGSSLROOTCERT": "value /etc/schedscope/postgres-ca/ca.crt", "PGSSLMODE": "value verify-full",
 	}
 	for _, c := range slices.Concat(sched.Spec.Template.Spec.Containers, spec.Containers) {
 		if c.Name == "scheduler" {
