@@ -49,4 +49,7 @@ const (
 	// ParamCluster keeps the answers of one cluster (a sidecar's
 	// --cluster-name) when several write one store.
 	ParamCluster = "cluster"
+	// ParamShadow asks the explain endpoints for a shadow profile's run
+	// of the attempt instead of the live attempt.
+	ParamShadow = "shadow"
 )

@@ -349,6 +349,9 @@ type Explanation struct {
 	// nodes first, when the attempt was unschedulable and the pod still
 	// waits; see Hint.
 	Hints []Hint `json:"hints,omitempty"`
+	// Shadows are what the shadow profiles of Profile would have done in
+	// this attempt, in the order they were declared.
+	Shadows []ShadowRun `json:"shadows,omitempty"`
 
 	// NodesHidden is true when the caller may not list nodes: then Rows is
 	// empty and TotalRows 0, and what shows of the nodes is the groups'
@@ -449,4 +452,101 @@ type Hint struct {
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 	// Labels are the labels the nodes lack (HintAddNodeLabels).
 	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ShadowOutcome compares a shadow profile's choice with the live profile's.
+type ShadowOutcome string
+
+// The outcomes of a shadow run.
+const (
+	// ShadowSameNode: both chose the same node.
+	ShadowSameNode ShadowOutcome = "sameNode"
+	// ShadowOtherNode: both found a node, and they differ.
+	ShadowOtherNode ShadowOutcome = "otherNode"
+	// ShadowOnlyLiveFits: the live profile found a node, the shadow none.
+	ShadowOnlyLiveFits ShadowOutcome = "onlyLiveFits"
+	// ShadowOnlyShadowFits: the shadow found a node, the live profile none.
+	ShadowOnlyShadowFits ShadowOutcome = "onlyShadowFits"
+	// ShadowNeither: neither found a node.
+	ShadowNeither ShadowOutcome = "neither"
+	// ShadowNotCompared: the shadow's run could not be compared with the
+	// live attempt; NotComparedReason says why. It is never a divergence.
+	ShadowNotCompared ShadowOutcome = "notCompared"
+)
+
+// ShadowRun is what a shadow profile would have done in a live attempt, on
+// the cluster state that attempt saw. A shadow binds nothing.
+type ShadowRun struct {
+	// Shadow is the shadow profile's schedulerName.
+	Shadow  string        `json:"shadow"`
+	Outcome ShadowOutcome `json:"outcome"`
+	// NotComparedReason says why the run was not compared.
+	NotComparedReason string `json:"notComparedReason,omitempty"`
+	// Message is the shadow's message when it found no node.
+	Message string `json:"message,omitempty"`
+	// Plugins are the plugins behind the difference from the live
+	// attempt, most decisive first (record.Attempt.ShadowDifferences).
+	Plugins []string `json:"plugins,omitempty"`
+	// SelectedNode is the node the shadow chose. It, the ranks and the
+	// scores are empty when the caller may not list nodes.
+	SelectedNode string `json:"selectedNode,omitempty"`
+	// LiveNodeRank is the live attempt's node's rank among the nodes the
+	// shadow scored (1 is best); 0 when the shadow did not score it.
+	LiveNodeRank int `json:"liveNodeRank,omitempty"`
+	// LiveNodeScore is the shadow's total score of the live attempt's node.
+	LiveNodeScore *int64 `json:"liveNodeScore,omitempty"`
+	// ShadowNodeLiveScore is the live profile's total score of the
+	// shadow's node.
+	ShadowNodeLiveScore *int64 `json:"shadowNodeLiveScore,omitempty"`
+	// PostFilter is the shadow's dry-run PostFilter answer when it found
+	// no node. Its node and victims are empty when the caller may not
+	// list nodes.
+	PostFilter []ShadowPostFilter `json:"postFilter,omitempty"`
+}
+
+// ShadowPostFilter is one PostFilter plugin's answer in a shadow run.
+type ShadowPostFilter struct {
+	Plugin string `json:"plugin"`
+	// DryRun tells whether the plugin was asked (a shadow dry-runs
+	// DefaultPreemption only); Message says why when it was not.
+	DryRun        bool     `json:"dryRun"`
+	Code          string   `json:"code,omitempty"`
+	Message       string   `json:"message,omitempty"`
+	NominatedNode string   `json:"nominatedNode,omitempty"`
+	Victims       []PodRef `json:"victims,omitempty"`
+}
+
+// ShadowSummary counts a shadow's runs over a window: the response of the
+// shadows endpoints.
+type ShadowSummary struct {
+	Shadow string    `json:"shadow"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until,omitzero"`
+	// Compared counts the runs compared with their live attempt: the sum
+	// of SameNode, OtherNode, OnlyLiveFits, OnlyShadowFits and Neither.
+	Compared       int64 `json:"compared"`
+	SameNode       int64 `json:"sameNode"`
+	OtherNode      int64 `json:"otherNode"`
+	OnlyLiveFits   int64 `json:"onlyLiveFits"`
+	OnlyShadowFits int64 `json:"onlyShadowFits"`
+	Neither        int64 `json:"neither"`
+	// NotCompared counts the runs that could not be compared, and
+	// NotComparedReasons says why, most frequent first.
+	NotCompared        int64         `json:"notCompared"`
+	NotComparedReasons []ReasonCount `json:"notComparedReasons,omitempty"`
+	// TopPlugins are the plugins most often behind a difference (the first
+	// of a run's ShadowRun.Plugins), most frequent first.
+	TopPlugins []PluginCount `json:"topPlugins,omitempty"`
+}
+
+// ReasonCount is how often a reason was given.
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// PluginCount is how often a plugin was behind a difference.
+type PluginCount struct {
+	Plugin string `json:"plugin"`
+	Count  int64  `json:"count"`
 }
