@@ -64,6 +64,9 @@ VULNDB := $(CURDIR)/_output/vulndb
 # The scheduler_perf harness starts etcd from PATH: KUBE_MINOR's.
 export PATH := $(KUBE_BIN):$(BIN):$(PATH)
 BENCH_OUT := $(CURDIR)/_output/bench
+# make bench-shadow: its output, and the rounds of each mode.
+BENCH_SHADOW_OUT := $(CURDIR)/_output/bench-shadow
+BENCH_SHADOW_ROUNDS ?= 5
 # The compatibility suite: the modes `make test` runs it in (each mode in
 # its own process, side by side), and where its logs and table go.
 COMPAT_MODES ?= plain recording tracing
@@ -334,6 +337,10 @@ bench-smoke: build benchstat ## Run the overhead benchmark harness on its smalle
 .PHONY: bench
 bench: build benchstat ## Measure schedscope's overhead against plain kube-scheduler (scheduler_perf; each scheduler in its own process: CPU per pod, peak RSS; compared with benchstat) and the recorder micro-benchmarks; results in _output/bench and docs/performance.md.
 	$(GO) run ./hack/bench -benchstat $(BIN)/benchstat -out $(BENCH_OUT) -doc docs/performance.md
+
+.PHONY: bench-shadow
+bench-shadow: build benchstat ## Measure what a shadow profile costs the scheduler: SchedulingBasic/5000Nodes_10000Pods in its own process, no shadow against a bin-packing shadow of every attempt and of every tenth, BENCH_SHADOW_ROUNDS interleaved rounds; results in _output/bench-shadow and docs/shadow.md.
+	$(GO) run ./hack/bench -shadow -process-count $(BENCH_SHADOW_ROUNDS) -benchstat $(BIN)/benchstat -out $(BENCH_SHADOW_OUT) -doc docs/shadow.md
 
 .PHONY: bench-doc
 bench-doc: ## Write the results of the last make bench, in _output/bench, into docs/performance.md without measuring.

@@ -25,6 +25,12 @@
 // each run are lines in process.txt, which benchstat compares (-col /mode).
 // -parts selects the parts to run.
 //
+// -shadow measures a shadow profile's cost instead: the per-process
+// benchmark of SchedulingBasic/5000Nodes_10000Pods in the modes recording
+// (no shadow), shadow and shadow-10 (a bin-packing shadow of every attempt
+// and of every tenth), compared with recording; with -doc it replaces the
+// shadow results of the shadow profiles' page (make bench-shadow).
+//
 // When and on what the run measured (the machine, the Go and Kubernetes
 // versions, schedscope's commit) is saved in environment.json. With -doc,
 // the run's environment and benchstat.txt's sections replace the results

@@ -26,6 +26,7 @@ type options struct {
 	smoke        bool
 	doc          string
 	reportOnly   bool
+	shadow       bool
 }
 
 func main() {
@@ -40,7 +41,11 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "run the smallest workload once in each mode, and the process benchmark on 50 nodes, requiring every attempt recorded and read back, and skip the micro-benchmarks")
 	flag.StringVar(&o.doc, "doc", "", "the performance page whose results (between its markers) to replace by this run's; none if empty")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "measure nothing: write the results of the run whose output is in -out to -doc")
+	flag.BoolVar(&o.shadow, "shadow", false, "measure what a shadow profile costs instead: "+shadowWorkload.name+" with the scheduler in its own process, recording without a shadow against the bin-packing shadow run for every attempt (shadow) and for every tenth (shadow-10); -doc is the shadow page, whose shadow results it replaces")
 	flag.Parse()
+	if o.shadow {
+		o.parts = "process"
+	}
 	if err := o.Validate(); err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +53,7 @@ func main() {
 	defer stop()
 	run := o.Run
 	if o.reportOnly {
-		run = func(context.Context) error { return writePage(o.out, o.doc) }
+		run = func(context.Context) error { return writePage(o.out, o.doc, o.part()) }
 	}
 	if err := run(ctx); err != nil {
 		log.Fatal(err)
@@ -64,6 +69,9 @@ func (o *options) Validate() error {
 			return fmt.Errorf("-parts=%q: %q is none of perf, process and micro", o.parts, p)
 		}
 	}
+	if o.smoke && o.shadow {
+		return fmt.Errorf("-smoke with -shadow: the smoke run checks the benchmark's own modes")
+	}
 	if o.smoke && o.doc != "" {
 		return fmt.Errorf("-smoke with -doc=%q: a smoke run writes only to -out", o.doc)
 	}
@@ -71,7 +79,7 @@ func (o *options) Validate() error {
 		return fmt.Errorf("-report-only without -doc: nothing to write")
 	}
 	if o.doc != "" {
-		if err := resultsPart.Check(o.doc); err != nil {
+		if err := o.part().Check(o.doc); err != nil {
 			return fmt.Errorf("-doc: %w", err)
 		}
 	}
@@ -129,7 +137,11 @@ func (o *options) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := compareProcesses(ctx, table, o.benchstat, processFile, runs); err != nil {
+		c := againstPlain
+		if o.shadow {
+			c = againstNoShadow
+		}
+		if err := compareProcesses(ctx, table, o.benchstat, processFile, runs, c); err != nil {
 			return err
 		}
 	}
@@ -149,7 +161,7 @@ func (o *options) Run(ctx context.Context) error {
 	if o.doc == "" {
 		return nil
 	}
-	return writePage(o.out, o.doc)
+	return writePage(o.out, o.doc, o.part())
 }
 
 // runs reports whether part is to be run.

@@ -72,11 +72,31 @@ func TestPrintRatios(t *testing.T) {
 		{Mode: "plain", Workload: w, Pods: 1000, Throughput: 100, CPUSeconds: 3, PeakRSSBytes: 100 << 20},
 	}
 	var out strings.Builder
-	printRatios(&out, runs)
+	printRatios(&out, runs, againstPlain)
 	want := `
 The same runs as ratios to plain kube-scheduler: median [lowest, highest] over the runs, and of the ratios of the runs of one round
 SchedulingBasic/5000Nodes/mode=plain (2 runs): pods/s 150 [100, 200] CPU ms/pod 3.5 [3, 4] peak RSS MiB 100 [100, 100]
 SchedulingBasic/5000Nodes/mode=recording (2 runs): pods/s 125 [100, 150] = 0.875 [0.75, 1]× CPU ms/pod 5.5 [5, 6] = 1.62 [1.25, 2]× peak RSS MiB 155 [150, 160] = 1.55 [1.5, 1.6]× = plain + 55 [50, 60]
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("printRatios (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrintRatiosAgainstNoShadow: the shadow modes are compared with
+// recording, the live profile's latency included.
+func TestPrintRatiosAgainstNoShadow(t *testing.T) {
+	w := "SchedulingBasic/5000Nodes"
+	runs := []processrun.Run{
+		{Mode: "recording", Workload: w, Pods: 1000, Throughput: 200, CPUSeconds: 4, PeakRSSBytes: 100 << 20, AlgorithmP50Seconds: 0.002, AlgorithmP99Seconds: 0.01},
+		{Mode: "shadow", Workload: w, Pods: 1000, Throughput: 100, CPUSeconds: 6, PeakRSSBytes: 120 << 20, AlgorithmP50Seconds: 0.004, AlgorithmP99Seconds: 0.015},
+	}
+	var out strings.Builder
+	printRatios(&out, runs, againstNoShadow)
+	want := `
+The same runs as ratios to recording without a shadow, with the scheduling algorithm's median and 99th percentile durations, a shadow's run included (scheduler_scheduling_algorithm_duration_seconds): median [lowest, highest] over the runs, and of the ratios of the runs of one round
+SchedulingBasic/5000Nodes/mode=recording (1 runs): pods/s 200 [200, 200] CPU ms/pod 4 [4, 4] peak RSS MiB 100 [100, 100] algorithm p50 ms 2 [2, 2] algorithm p99 ms 10 [10, 10]
+SchedulingBasic/5000Nodes/mode=shadow (1 runs): pods/s 100 [100, 100] = 0.5 [0.5, 0.5]× CPU ms/pod 6 [6, 6] = 1.5 [1.5, 1.5]× peak RSS MiB 120 [120, 120] = 1.2 [1.2, 1.2]× = recording + 20 [20, 20] algorithm p50 ms 4 [4, 4] = 2 [2, 2]× algorithm p99 ms 15 [15, 15] = 1.5 [1.5, 1.5]×
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("printRatios (-want +got):\n%s", diff)

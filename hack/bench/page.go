@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +21,23 @@ var resultsPart = generated.Part{
 	End:   "<!-- end of make bench's results -->",
 }
 
-// writePage replaces the results on the page doc by those of the run
-// whose output is in out.
-func writePage(out, doc string) error {
+// shadowPart is the results of a -shadow run on the shadow profiles' page.
+var shadowPart = generated.Part{
+	Begin: "<!-- written by make bench-shadow from _output/bench-shadow -->",
+	End:   "<!-- end of make bench-shadow's results -->",
+}
+
+// part is the part of -doc the run's results replace.
+func (o *options) part() generated.Part {
+	if o.shadow {
+		return shadowPart
+	}
+	return resultsPart
+}
+
+// writePage replaces part of the page doc by the results of the run whose
+// output is in out.
+func writePage(out, doc string, part generated.Part) error {
 	env, err := readEnvironment(filepath.Join(out, environmentFile))
 	if err != nil {
 		return fmt.Errorf("the run's environment: %w", err)
@@ -35,7 +50,7 @@ func writePage(out, doc string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(out, reportFile), err)
 	}
-	return resultsPart.Replace(doc, results)
+	return part.Replace(doc, results)
 }
 
 // reportSection is a section of the report and the lines it printed.
@@ -48,7 +63,7 @@ type reportSection struct {
 // line that introduces it.
 func splitReport(report string) []reportSection {
 	titles := map[string]section{}
-	for _, s := range sections {
+	for _, s := range append(slices.Clone(sections), shadowSections...) {
 		titles[s.title] = s
 	}
 	var found []reportSection

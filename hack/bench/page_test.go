@@ -20,7 +20,7 @@ func TestWritePage(t *testing.T) {
 	if err := os.WriteFile(page, []byte(testPage), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePage("testdata/run", page); err != nil {
+	if err := writePage("testdata/run", page, resultsPart); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(page)
@@ -41,7 +41,7 @@ func TestWritePageWithoutARun(t *testing.T) {
 	if err := os.WriteFile(page, []byte(testPage), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := writePage(t.TempDir(), page); err == nil {
+	if err := writePage(t.TempDir(), page, resultsPart); err == nil {
 		t.Error("writePage of an empty output directory: no error")
 	}
 	if got, _ := os.ReadFile(page); string(got) != testPage {

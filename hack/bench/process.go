@@ -36,6 +36,9 @@ var processWorkloads = []processWorkload{
 	{workload: workload{"batching/performance-config.yaml", "HostPortConflict/20000Nodes_20000Pods_100BatchSize"}, runs: 1},
 }
 
+// shadowWorkload is the workload -shadow measures a shadow profile's cost on.
+var shadowWorkload = processWorkloads[0]
+
 // processSmokes check the per-process harness in every mode on 50 nodes,
 // every attempt recorded, read and traced: with the default profile (100
 // measured pods), and with a test case's own scheduler configuration,
@@ -66,8 +69,11 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 	if err := command(ctx, raw, "go", "test", "-c", "-tags", "process", "-o", binary, "./test/bench"); err != nil {
 		return nil, fmt.Errorf("building the process benchmark: %w", err)
 	}
-	selected, count := processSmokes, 1
-	if !o.smoke {
+	selected, count, modes := processSmokes, 1, "plain,recording,tracing"
+	switch {
+	case o.shadow:
+		selected, count, modes = []processWorkload{shadowWorkload}, o.processCount, "recording,shadow,shadow-10"
+	case !o.smoke:
 		selected, count = nil, o.processCount
 		for _, w := range processWorkloads {
 			if strings.Contains(w.name, o.only) {
@@ -88,7 +94,8 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 		log.Printf("%s, each scheduler in its own process: %d runs of each mode", w.name, runs)
 		cmd := exec.CommandContext(ctx, binary, "-test.run", "^TestProcessCost$", "-test.v", "-test.count=1", "-test.timeout=5h",
 			"-schedscope-workload-file", w.file, "-schedscope-process-workload", w.name, "-schedscope-process-params", w.params,
-			"-schedscope-process-count", strconv.Itoa(runs), "-schedscope-result-file", results, "-schedscope-process-profiles", o.profiles)
+			"-schedscope-process-count", strconv.Itoa(runs), "-schedscope-process-modes", modes,
+			"-schedscope-result-file", results, "-schedscope-process-profiles", o.profiles)
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(raw, os.Stderr), io.MultiWriter(raw, os.Stderr)
 		fmt.Fprintf(raw, "\n=== %s, each scheduler in its own process\n", w.name)
 		if err := cmd.Run(); err != nil {
@@ -136,15 +143,30 @@ func readProcessRuns(path string) ([]processrun.Run, error) {
 	return runs, s.Err()
 }
 
+// comparison is what the runs of the per-process benchmark are compared
+// with: the mode of the base runs and the report's sections.
+type comparison struct {
+	base          string
+	table, ratios section
+}
+
+var (
+	// againstPlain compares every mode with plain kube-scheduler.
+	againstPlain = comparison{"plain", processAgainstPlain, processRatios}
+	// againstNoShadow compares the shadow modes with recording, the same
+	// scheduler without a shadow.
+	againstNoShadow = comparison{"recording", shadowAgainstNone, shadowRatios}
+)
+
 // compareProcesses prints benchstat's table of processFile, every mode
-// against plain, and what the sidecar and the OTLP receiver cost in their
-// own processes.
-func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processrun.Run) error {
-	processAgainstPlain.start(w)
+// against c's base (the first mode of the first round), and what the
+// sidecar and the OTLP receiver cost in their own processes.
+func compareProcesses(ctx context.Context, w io.Writer, benchstat, processFile string, runs []processrun.Run, c comparison) error {
+	c.table.start(w)
 	if err := command(ctx, w, benchstat, "-col", "/mode", processFile); err != nil {
 		return fmt.Errorf("benchstat: %w", err)
 	}
-	printRatios(w, runs)
+	printRatios(w, runs, c)
 	processOthers.start(w)
 	keys, byKey := groupRuns(runs)
 	for _, k := range keys {
@@ -192,26 +214,32 @@ var processMetrics = []struct {
 	{"pods/s", func(r processrun.Run) float64 { return r.Throughput }, false},
 	{"CPU ms/pod", func(r processrun.Run) float64 { return r.CPUSeconds * 1000 / float64(r.Pods) }, false},
 	{"peak RSS MiB", func(r processrun.Run) float64 { return float64(r.PeakRSSBytes) / (1 << 20) }, true},
+	{"algorithm p50 ms", func(r processrun.Run) float64 { return r.AlgorithmP50Seconds * 1000 }, false},
+	{"algorithm p99 ms", func(r processrun.Run) float64 { return r.AlgorithmP99Seconds * 1000 }, false},
 }
 
-// printRatios prints, per workload and observed mode, each measure's
-// median and range over the runs, and its ratio to plain kube-scheduler:
-// the median and range of the ratios of the runs of one round (the k-th
-// run of a mode against the k-th plain run of the workload; the rounds
-// are interleaved, so a round's runs share the machine's state).
-func printRatios(w io.Writer, runs []processrun.Run) {
+// printRatios prints, per workload and mode, each measure's median and
+// range over the runs, and its ratio to c's base mode: the median and
+// range of the ratios of the runs of one round (the k-th run of a mode
+// against the k-th base run of the workload; the rounds are interleaved,
+// so a round's runs share the machine's state). A measure no run has (a
+// result file older than the measure) is left out.
+func printRatios(w io.Writer, runs []processrun.Run, c comparison) {
 	keys, byKey := groupRuns(runs)
-	processRatios.start(w)
+	c.ratios.start(w)
 	for _, k := range keys {
-		rs, plain := byKey[k], byKey[runKey{k.workload, "plain"}]
+		rs, baseRuns := byKey[k], byKey[runKey{k.workload, c.base}]
 		fmt.Fprintf(w, "%s/mode=%s (%d runs):", k.workload, k.mode, len(rs))
 		for _, m := range processMetrics {
 			values := collect(rs, m.value)
-			fmt.Fprintf(w, " %s %s", m.name, spread(values))
-			if k.mode == "plain" || len(plain) == 0 {
+			if slices.Max(values) == 0 {
 				continue
 			}
-			base := collect(plain, m.value)
+			fmt.Fprintf(w, " %s %s", m.name, spread(values))
+			if k.mode == c.base || len(baseRuns) == 0 {
+				continue
+			}
+			base := collect(baseRuns, m.value)
 			var ratios, differences []float64
 			for i := range min(len(values), len(base)) {
 				ratios = append(ratios, values[i]/base[i])
@@ -219,7 +247,7 @@ func printRatios(w io.Writer, runs []processrun.Run) {
 			}
 			fmt.Fprintf(w, " = %s×", spread(ratios))
 			if m.difference {
-				fmt.Fprintf(w, " = plain + %s", spread(differences))
+				fmt.Fprintf(w, " = %s + %s", c.base, spread(differences))
 			}
 		}
 		fmt.Fprintln(w)

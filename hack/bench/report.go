@@ -43,6 +43,14 @@ var (
 		"The other processes of the observed modes, medians: the sidecar following the record stream into SQLite, the OTLP receiver counting spans (CPU time over their whole life)",
 		"Each scheduler in its own process: the sidecar and the OTLP receiver",
 	}
+	shadowAgainstNone = section{
+		"Each scheduler in its own process (test/bench TestProcessCost), the shadow modes against recording without a shadow: throughput, the scheduler process's CPU time (user and system, /proc/<pid>/stat) per measured pod from its readiness until its work on them was done, and its peak RSS (VmHWM)",
+		"Shadow profiles: each mode against no shadow",
+	}
+	shadowRatios = section{
+		"The same runs as ratios to recording without a shadow, with the scheduling algorithm's median and 99th percentile durations, a shadow's run included (scheduler_scheduling_algorithm_duration_seconds): median [lowest, highest] over the runs, and of the ratios of the runs of one round",
+		"Shadow profiles: ratios to no shadow, round by round",
+	}
 	microRecorder = section{
 		"Recorder and tracer micro-benchmarks (per node-plugin call; per 5000-node record built, encoded, added to the stream's buffer and observed into the metrics; per attempt traced; all but the first off the scheduling path):",
 		"Recorder and tracer micro-benchmarks",
@@ -65,12 +73,16 @@ var (
 	}
 )
 
-// sections are the report's sections in the order it prints them.
-var sections = []section{
-	perfAgainstPlain, perfAgainstRecording, perfRecords,
-	processAgainstPlain, processRatios, processOthers,
-	microRecorder, microFollow, microStores, microAPI, microIngestAgainstPeak,
-}
+// sections are the report's sections in the order it prints them, and
+// shadowSections those of a -shadow run's report.
+var (
+	shadowSections = []section{shadowAgainstNone, shadowRatios, processOthers}
+	sections       = []section{
+		perfAgainstPlain, perfAgainstRecording, perfRecords,
+		processAgainstPlain, processRatios, processOthers,
+		microRecorder, microFollow, microStores, microAPI, microIngestAgainstPeak,
+	}
+)
 
 // start prints the line that introduces the section, after an empty line.
 func (s section) start(w io.Writer) { fmt.Fprintln(w, "\n"+s.title) }

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/test/bench/processrun"
 	"github.com/schedscope/schedscope/test/framework"
@@ -27,7 +28,7 @@ import (
 var (
 	processWorkloadName = flag.String("schedscope-process-workload", "SchedulingBasic/5000Nodes_10000Pods", "TestProcessCost: the workload (TestCase/Workload) of -schedscope-workload-file")
 	processParams       = flag.String("schedscope-process-params", "", "TestProcessCost: name=count,... overriding the workload's parameters (initNodes=50,measurePods=100 for a smoke run)")
-	processModes        = flag.String("schedscope-process-modes", "plain,recording,tracing", "TestProcessCost: comma-separated modes, run in turn")
+	processModes        = flag.String("schedscope-process-modes", "plain,recording,tracing", "TestProcessCost: comma-separated modes, run in turn: plain, recording, tracing, shadow, shadow-10")
 	processCount        = flag.Int("schedscope-process-count", 3, "TestProcessCost: runs of each mode, interleaved")
 	profiles            = flag.String("schedscope-process-profiles", "", "TestProcessCost: a directory to save each scheduler's profiles in, taken when half the measured pods are bound: its heap (RUN.heap.pb.gz), then 10 seconds of CPU (RUN.cpu.pb.gz); none if empty")
 )
@@ -51,8 +52,10 @@ const (
 // and starts a fresh scheduler process with the test case's scheduler
 // configuration and feature gates (else the default profile): plain
 // kube-scheduler; schedscope-scheduler with its sidecar following the
-// record stream into SQLite (recording); and the same tracing every attempt
-// to an OTLP receiver (tracing). The sidecar and the receiver run in their
+// record stream into SQLite (recording); the same tracing every attempt
+// to an OTLP receiver (tracing); and the same as recording with the
+// bin-packing profile of config/scheduler-binpack.yaml as a shadow of the
+// live profile, run for every attempt (shadow) or every tenth (shadow-10). The sidecar and the receiver run in their
 // own processes, so the scheduler's CPU time and peak RSS, read from
 // /proc/<pid>/stat and /proc/<pid>/status, are its own. A run fails unless
 // every pod is bound once, and in the observed modes every attempt became
@@ -79,7 +82,7 @@ func TestProcessCost(t *testing.T) {
 	modes := strings.Split(*processModes, ",")
 	for _, m := range modes {
 		if _, ok := processModeBinaries[m]; !ok {
-			t.Fatalf("-schedscope-process-modes: %q: want plain, recording or tracing", m)
+			t.Fatalf("-schedscope-process-modes: %q: want plain, recording, tracing, shadow or shadow-10", m)
 		}
 	}
 	cp := framework.StartTestControlPlane(t)
@@ -109,7 +112,14 @@ func TestProcessCost(t *testing.T) {
 }
 
 // processModeBinaries is the scheduler each mode runs.
-var processModeBinaries = map[string]string{"plain": "kube-scheduler", "recording": "schedscope-scheduler", "tracing": "schedscope-scheduler"}
+var processModeBinaries = map[string]string{
+	"plain": "kube-scheduler", "recording": "schedscope-scheduler", "tracing": "schedscope-scheduler",
+	"shadow": "schedscope-scheduler", "shadow-10": "schedscope-scheduler",
+}
+
+// shadowSampleEvery is, for the modes that run a shadow profile, how many
+// of the live profile's attempts one shadow run is made for.
+var shadowSampleEvery = map[string]int{"shadow": 1, "shadow-10": 10}
 
 // runProcess runs one scheduler process over the measured pods in mode.
 func runProcess(t *testing.T, cp *framework.ControlPlane, client kubernetes.Interface, w *processWorkload, mode, name string) processrun.Run {
@@ -189,7 +199,15 @@ func startProcesses(t *testing.T, cp *framework.ControlPlane, w *processWorkload
 	if w.featureGates != "" {
 		extra = append(extra, "--feature-gates="+w.featureGates)
 	}
+	config := w.schedulerConfig
 	var err error
+	if every, ok := shadowSampleEvery[mode]; ok {
+		var flags []string
+		if config, flags, err = withShadow(config, every); err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, flags...)
+	}
 	if mode == "tracing" {
 		if p.sink, err = framework.StartOTLPSink(ctx, cp.Dir, name+"-otlpsink"); err != nil {
 			t.Fatal(err)
@@ -201,7 +219,7 @@ func startProcesses(t *testing.T, cp *framework.ControlPlane, w *processWorkload
 		}
 		extra = append(extra, "--tracing-config-file="+config)
 	}
-	if p.sched, err = cp.StartScheduler(ctx, name, processModeBinaries[mode], w.schedulerConfig, extra...); err != nil {
+	if p.sched, err = cp.StartScheduler(ctx, name, processModeBinaries[mode], config, extra...); err != nil {
 		p.stop()
 		t.Fatal(err)
 	}
@@ -321,6 +339,15 @@ func (p *processes) check(t *testing.T, r *processrun.Run) {
 	}
 	attempts := framework.ScheduleAttempts(families, defaultProfile)
 	r.Attempts = attempts["scheduled"] + attempts["unschedulable"] + attempts["error"]
+	durations := families["scheduler_scheduling_algorithm_duration_seconds"]
+	r.AlgorithmP50Seconds = framework.HistogramQuantile(durations, nil, 0.5)
+	r.AlgorithmP99Seconds = framework.HistogramQuantile(durations, nil, 0.99)
+	if every, ok := shadowSampleEvery[r.Mode]; ok {
+		r.ShadowRuns = framework.Sum(families["schedscope_shadow_attempts_total"], map[string]string{"profile": defaultProfile, "shadow": shadowProfile})
+		if want := float64(r.Pods / every); r.ShadowRuns < want {
+			t.Errorf("%s: %.0f shadow runs of %d attempts sampled every %d: want at least %.0f", p.sched.Name, r.ShadowRuns, r.Pods, every, want)
+		}
+	}
 	if want := float64(r.Pods); attempts["scheduled"] != want || r.Attempts != want {
 		t.Errorf("%s: attempts %v, want %d scheduled and no other", p.sched.Name, attempts, r.Pods)
 	}
@@ -500,4 +527,41 @@ func writeProcessRun(t *testing.T, r processrun.Run) {
 	if _, err := fmt.Fprintf(f, "%s\n", line); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// shadowProfile is the schedulerName of the shadow profile of the shadow
+// modes: config/scheduler-binpack.yaml's profile.
+const shadowProfile = "schedscope-binpack"
+
+// withShadow returns config with config/scheduler-binpack.yaml's profile
+// added, and the scheduler's flags that make it a shadow of config's
+// first profile, sampled every every attempts.
+func withShadow(config string, every int) (string, []string, error) {
+	var live, binpack map[string]any
+	if err := yaml.Unmarshal([]byte(config), &live); err != nil {
+		return "", nil, fmt.Errorf("the workload's scheduler configuration: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "scheduler-binpack.yaml"))
+	if err != nil {
+		return "", nil, err
+	}
+	if err := yaml.Unmarshal(data, &binpack); err != nil {
+		return "", nil, fmt.Errorf("config/scheduler-binpack.yaml: %w", err)
+	}
+	profiles, _ := live["profiles"].([]any)
+	shadows, _ := binpack["profiles"].([]any)
+	if len(profiles) == 0 || len(shadows) != 1 {
+		return "", nil, fmt.Errorf("want a live profile in the workload's configuration (it has %d) and one in config/scheduler-binpack.yaml (it has %d)", len(profiles), len(shadows))
+	}
+	first, _ := profiles[0].(map[string]any)
+	liveName, _ := first["schedulerName"].(string)
+	if liveName == "" {
+		liveName = defaultProfile
+	}
+	live["profiles"] = append(profiles, shadows[0])
+	out, err := yaml.Marshal(live)
+	if err != nil {
+		return "", nil, err
+	}
+	return string(out), []string{"--shadow-profile=" + shadowProfile + "=" + liveName, fmt.Sprintf("--shadow-sample-every=%d", every)}, nil
 }

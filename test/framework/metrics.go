@@ -52,6 +52,44 @@ func Sum(f *dto.MetricFamily, match map[string]string) float64 {
 	return total
 }
 
+// HistogramQuantile estimates the q-quantile of a histogram family over
+// the series whose labels include every name=value pair of match, as
+// Prometheus's histogram_quantile does: linear within the bucket the
+// quantile falls in, the highest finite bound when it falls beyond. It is
+// 0 when the series observed nothing.
+func HistogramQuantile(f *dto.MetricFamily, match map[string]string, q float64) float64 {
+	type bucket struct{ upper, count float64 }
+	var buckets []bucket
+	var total float64
+	for _, m := range f.GetMetric() {
+		if !hasLabels(m, match) || m.Histogram == nil {
+			continue
+		}
+		total += float64(m.GetHistogram().GetSampleCount())
+		for i, b := range m.GetHistogram().GetBucket() {
+			if i == len(buckets) {
+				buckets = append(buckets, bucket{upper: b.GetUpperBound()})
+			}
+			buckets[i].count += float64(b.GetCumulativeCount())
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range buckets {
+		if b.count >= rank {
+			if b.count == below {
+				return b.upper
+			}
+			return lower + (b.upper-lower)*(rank-below)/(b.count-below)
+		}
+		lower, below = b.upper, b.count
+	}
+	return lower
+}
+
 func hasLabels(m *dto.Metric, match map[string]string) bool {
 	found := 0
 	for _, l := range m.GetLabel() {

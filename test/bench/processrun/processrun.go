@@ -23,6 +23,16 @@ type Run struct {
 	PeakRSSBytes int64 `json:"peakRSSBytes"`
 	// Attempts is the scheduler's scheduler_schedule_attempts_total.
 	Attempts float64 `json:"attempts"`
+	// AlgorithmP50Seconds and AlgorithmP99Seconds are the median and the
+	// 99th percentile of the scheduling algorithm's durations (filtering,
+	// scoring and a shadow's run, before the pod is assumed), from the
+	// scheduler's scheduler_scheduling_algorithm_duration_seconds histogram,
+	// interpolated within its buckets.
+	AlgorithmP50Seconds float64 `json:"algorithmP50Seconds"`
+	AlgorithmP99Seconds float64 `json:"algorithmP99Seconds"`
+	// ShadowRuns counts the shadow profile's runs
+	// (schedscope_shadow_attempts_total) in the shadow modes.
+	ShadowRuns float64 `json:"shadowRuns,omitempty"`
 	// Records were emitted on the record stream; RecordsStored the sidecar
 	// stored, RecordsLost it counted lost; Dropped never became records.
 	Records       uint64  `json:"records"`
