@@ -29,7 +29,8 @@
 // benchmark of SchedulingBasic/5000Nodes_10000Pods in the modes recording
 // (no shadow), shadow and shadow-10 (a bin-packing shadow of every attempt
 // and of every tenth), compared with recording; with -doc it replaces the
-// shadow results of the shadow profiles' page (make bench-shadow).
+// shadow results of the shadow profiles' page (make bench-shadow);
+// -shadow -compare-only compares the last -shadow run's runs again.
 //
 // When and on what the run measured (the machine, the Go and Kubernetes
 // versions, schedscope's commit) is saved in environment.json. With -doc,

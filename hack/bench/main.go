@@ -26,6 +26,7 @@ type options struct {
 	smoke        bool
 	doc          string
 	reportOnly   bool
+	compareOnly  bool
 	shadow       bool
 }
 
@@ -41,6 +42,7 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "run the smallest workload once in each mode, and the process benchmark on 50 nodes, requiring every attempt recorded and read back, and skip the micro-benchmarks")
 	flag.StringVar(&o.doc, "doc", "", "the performance page whose results (between its markers) to replace by this run's; none if empty")
 	flag.BoolVar(&o.reportOnly, "report-only", false, "measure nothing: write the results of the run whose output is in -out to -doc")
+	flag.BoolVar(&o.compareOnly, "compare-only", false, "with -shadow, run nothing: compare the runs of the last -shadow run in -out (process.jsonl) again, rewrite its report and write it to -doc")
 	flag.BoolVar(&o.shadow, "shadow", false, "measure what a shadow profile costs instead: "+shadowWorkload.name+" with the scheduler in its own process, recording without a shadow against the bin-packing shadow run for every attempt (shadow) and for every tenth (shadow-10); -doc is the shadow page, whose shadow results it replaces")
 	flag.Parse()
 	if o.shadow {
@@ -52,8 +54,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	run := o.Run
-	if o.reportOnly {
+	switch {
+	case o.reportOnly:
 		run = func(context.Context) error { return writePage(o.out, o.doc, o.part()) }
+	case o.compareOnly:
+		run = o.compareAgain
 	}
 	if err := run(ctx); err != nil {
 		log.Fatal(err)
@@ -68,6 +73,9 @@ func (o *options) Validate() error {
 		if p != "perf" && p != "process" && p != "micro" {
 			return fmt.Errorf("-parts=%q: %q is none of perf, process and micro", o.parts, p)
 		}
+	}
+	if o.compareOnly && (!o.shadow || o.reportOnly) {
+		return fmt.Errorf("-compare-only needs -shadow, without -report-only: it compares the runs of the last -shadow run again")
 	}
 	if o.smoke && o.shadow {
 		return fmt.Errorf("-smoke with -shadow: the smoke run checks the benchmark's own modes")
@@ -160,6 +168,29 @@ func (o *options) Run(ctx context.Context) error {
 	log.Printf("results in %s", o.out)
 	if o.doc == "" {
 		return nil
+	}
+	return writePage(o.out, o.doc, o.part())
+}
+
+// compareAgain compares the runs of the last -shadow run in -out again,
+// rewrites its report (the run's environment and raw output stay) and,
+// with -doc, writes it to the page.
+func (o *options) compareAgain(ctx context.Context) error {
+	processFile := filepath.Join(o.out, "process.txt")
+	runs, err := writeProcessFile(filepath.Join(o.out, "process.jsonl"), processFile)
+	if err != nil {
+		return err
+	}
+	report, err := os.Create(filepath.Join(o.out, reportFile))
+	if err != nil {
+		return err
+	}
+	defer report.Close()
+	if err := compareProcesses(ctx, io.MultiWriter(os.Stdout, report), o.benchstat, processFile, runs, againstNoShadow); err != nil {
+		return err
+	}
+	if err := report.Close(); err != nil || o.doc == "" {
+		return err
 	}
 	return writePage(o.out, o.doc, o.part())
 }

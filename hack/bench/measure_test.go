@@ -57,7 +57,7 @@ func TestRecordsPerSecond(t *testing.T) {
 
 func TestProcessBenchmarkLine(t *testing.T) {
 	r := processrun.Run{Mode: "tracing", Workload: "TopologySpreading/5000Nodes", Pods: 2000, Throughput: 151.25, CPUSeconds: 9, PeakRSSBytes: 734003200}
-	want := "BenchmarkProcess/TopologySpreading/5000Nodes/mode=tracing 1 151.25 pods/s 0.0045 cpu-sec/pod 734003200 peak-RSS-B"
+	want := "BenchmarkProcess/mode=tracing/TopologySpreading/5000Nodes 1 151.25 pods/s 0.0045 cpu-sec/pod 734003200 peak-RSS-B"
 	if diff := cmp.Diff(want, benchmarkLine(r)); diff != "" {
 		t.Errorf("benchmarkLine (-want +got):\n%s", diff)
 	}

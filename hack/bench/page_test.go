@@ -111,6 +111,7 @@ func TestValidateDoc(t *testing.T) {
 		{"report only needs a page", options{reportOnly: true}, "-report-only without -doc"},
 		{"a page without results", options{reportOnly: true, doc: noResults}, "has no generated part"},
 		{"report only on a page with results", options{reportOnly: true, doc: page}, ""},
+		{"compare only without -shadow", options{compareOnly: true}, "-compare-only needs -shadow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

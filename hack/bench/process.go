@@ -56,9 +56,10 @@ var processSmokes = []processWorkload{
 
 // benchmarkLine is the run in the Go benchmark format, one iteration, the
 // mode a sub-benchmark key: throughput, the scheduler process's CPU time
-// per measured pod and its peak RSS.
+// per measured pod and its peak RSS. The mode comes before the workload:
+// benchstat would read a mode's trailing -N (shadow-10) as GOMAXPROCS.
 func benchmarkLine(r processrun.Run) string {
-	return fmt.Sprintf("BenchmarkProcess/%s/mode=%s 1 %s pods/s %s cpu-sec/pod %d peak-RSS-B", r.Workload, r.Mode,
+	return fmt.Sprintf("BenchmarkProcess/mode=%s/%s 1 %s pods/s %s cpu-sec/pod %d peak-RSS-B", r.Mode, r.Workload,
 		strconv.FormatFloat(r.Throughput, 'g', -1, 64), strconv.FormatFloat(r.CPUSeconds/float64(r.Pods), 'g', -1, 64), r.PeakRSSBytes)
 }
 
@@ -103,6 +104,12 @@ func (o *options) measureProcesses(ctx context.Context, raw io.Writer, processFi
 		}
 		log.Printf("%s took %v", w.name, time.Since(began).Round(time.Second))
 	}
+	return writeProcessFile(results, processFile)
+}
+
+// writeProcessFile reads the runs of the result file results and writes
+// them to processFile in the Go benchmark format.
+func writeProcessFile(results, processFile string) ([]processrun.Run, error) {
 	runs, err := readProcessRuns(results)
 	if err != nil {
 		return nil, err
