@@ -275,7 +275,7 @@ test-minor: build ## Prove one minor (KUBE_MINOR, default the newest) against it
 	@status=0; \
 	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v ./pkg/scheduler/observe/... ./cmd/schedscope-scheduler/app 2>&1 | tee $(MINOR_OUT)/test.log; \
 		((status |= PIPESTATUS[0])); \
-	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity|TestShadowFidelity)$$' \
+	SCHEDSCOPE_BIN=$(KUBE_BIN) $(GO) test $(KUBE_FLAGS) -count=1 -timeout 30m -v -run '^(TestDecisionEquivalence|TestFeatureGatesReachPlugins|TestDropInParity|TestShadowFidelity|TestShadowTruth)$$' \
 		./test/integration/equivalence ./test/integration/scheduler ./test/integration/shadow 2>&1 | tee -a $(MINOR_OUT)/test.log; \
 		((status |= PIPESTATUS[0])); \
 	$(GO) tool test2json < $(MINOR_OUT)/test.log > $(MINOR_OUT)/test.json; exit $$status
