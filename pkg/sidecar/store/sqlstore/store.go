@@ -29,8 +29,8 @@ type Store struct {
 	// it, it reads only cluster's.
 	allClusters bool
 	writes      sync.Locker
-	disk    func(context.Context) (int64, error)
-	ins     inserts
+	disk        func(context.Context) (int64, error)
+	ins         inserts
 }
 
 // Config is what a Store needs beside its database and dialect.

@@ -334,8 +334,9 @@ func testClustersDeleteNamespace(t *testing.T, h Harness) {
 // migrated from a schema before clusters that held Fixture under cursor
 // (e1, 5), answers: everything CheckFixture checks, each answer in the
 // unnamed cluster; a pending pod's repeats fold into its stored attempt;
-// and the store opened by openEast (for cluster east) has a cursor of its
-// own and stores the same epoch, sequences and UIDs beside the old records.
+// and the store opened by openEast (for cluster east, reading every
+// cluster) has a cursor of its own and stores the same epoch, sequences
+// and UIDs beside the old records.
 func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.Store, error)) {
 	t.Helper()
 	ctx := context.Background()
@@ -375,7 +376,7 @@ func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.St
 	if len(st.Clusters) != 2 || st.Clusters[0].Cluster != "" || st.Clusters[0].Attempts != 7 || st.Clusters[1].Cluster != "east" || st.Clusters[1].Pods != 3 {
 		t.Errorf("stats by cluster %+v, want the unnamed cluster's 7 attempts, then east's 3 pods", st.Clusters)
 	}
-	east, err := s.Pods(ctx, store.PodListOptions{Cluster: "east"})
+	east, err := e.Pods(ctx, store.PodListOptions{Cluster: "east"})
 	if err != nil {
 		t.Fatal(err)
 	}
