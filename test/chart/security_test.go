@@ -213,31 +213,44 @@ func TestServiceMonitorTLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			objs := render(t, "schedscope", append([]string{"serviceMonitor.enabled=true"}, tt.set...)...)
-			var sidecar map[string]any
+			got := map[string]any{}
 			for _, e := range slice(find(t, objs, "ServiceMonitor", "schedscope").Object, "spec", "endpoints") {
-				if e := e.(map[string]any); e["port"] == "https" {
-					sidecar, _, _ = unstructured.NestedMap(e, "tlsConfig")
-				}
+				e := e.(map[string]any)
+				got[fmt.Sprint(e["port"])], _, _ = unstructured.NestedMap(e, "tlsConfig")
 			}
-			want := map[string]any{"ca": tt.wantCA, "serverName": "schedscope-sidecar.schedscope.svc"}
-			if diff := cmp.Diff(want, sidecar); diff != "" {
-				t.Errorf("the sidecar endpoint's tlsConfig (-want +got):\n%s", diff)
+			want := map[string]any{
+				"https":     map[string]any{"ca": tt.wantCA, "serverName": "schedscope-sidecar.schedscope.svc"},
+				"scheduler": map[string]any{"ca": tt.wantCA, "serverName": "schedscope-scheduler-metrics.schedscope.svc"},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("each endpoint's tlsConfig, by port (-want +got):\n%s", diff)
 			}
 			tt.check(t, objs)
 		})
 	}
 
-	t.Run("serverName is a name of the certificate", func(t *testing.T) {
+	t.Run("serverName is a name of the certificate the endpoint serves", func(t *testing.T) {
 		objs := render(t, "lens", "serviceMonitor.enabled=true")
-		var serverName string
+		crt, _, _ := unstructured.NestedString(find(t, objs, "Secret", "lens-schedscope-sidecar-tls").Object, "data", "tls.crt")
+		dns := certificateDNSNames(t, crt)
 		for _, e := range slice(find(t, objs, "ServiceMonitor", "lens-schedscope").Object, "spec", "endpoints") {
-			if e := e.(map[string]any); e["port"] == "https" {
-				serverName, _, _ = unstructured.NestedString(e, "tlsConfig", "serverName")
+			e := e.(map[string]any)
+			serverName, _, _ := unstructured.NestedString(e, "tlsConfig", "serverName")
+			if serverName == "" || !slices.Contains(dns, serverName) {
+				t.Errorf("port %v: serverName %q is not one of the certificate's names %v", e["port"], serverName, dns)
 			}
 		}
-		crt, _, _ := unstructured.NestedString(find(t, objs, "Secret", "lens-schedscope-sidecar-tls").Object, "data", "tls.crt")
-		if dns := certificateDNSNames(t, crt); serverName == "" || !slices.Contains(dns, serverName) {
-			t.Errorf("serverName %q is not one of the certificate's names %v", serverName, dns)
+		// The scheduler serves that certificate.
+		var args []any
+		for _, c := range slice(find(t, objs, "Deployment", "lens-schedscope").Object, "spec", "template", "spec", "containers") {
+			if c := c.(map[string]any); c["name"] == "scheduler" {
+				args, _, _ = unstructured.NestedSlice(c, "args")
+			}
+		}
+		for _, want := range []string{"--tls-cert-file=/etc/schedscope/tls/tls.crt", "--tls-private-key-file=/etc/schedscope/tls/tls.key"} {
+			if !slices.Contains(args, any(want)) {
+				t.Errorf("the scheduler's args lack %s: %v", want, args)
+			}
 		}
 	})
 }

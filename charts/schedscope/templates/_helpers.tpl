@@ -62,6 +62,11 @@ tag followed by -k8s<minor> of the cluster's Kubernetes minor
 {{ include "schedscope.fullname" . }}-sidecar.{{ .Release.Namespace }}.svc
 {{- end }}
 
+{{/* The scheduler's metrics Service's DNS name, which the serving certificate names too. */}}
+{{- define "schedscope.schedulerMetricsHost" -}}
+{{ include "schedscope.fullname" . }}-scheduler-metrics.{{ .Release.Namespace }}.svc
+{{- end }}
+
 {{/* Labels that select the serve-only API's pods (api.enabled): not the scheduler's pod. */}}
 {{- define "schedscope.apiSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "schedscope.name" . }}-api
@@ -73,14 +78,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- include "schedscope.fullname" . -}}{{- if .Values.api.enabled -}}-api{{- else -}}-sidecar{{- end -}}
 {{- end }}
 
-{{/* The DNS names the serving certificate covers, the APIService's Service first. */}}
+{{/* The DNS names the serving certificate covers, the APIService's Service first, the scheduler's metrics Service last. */}}
 {{- define "schedscope.dnsNames" -}}
 {{- $fullname := include "schedscope.fullname" . -}}
 {{- $names := list -}}
 {{- if .Values.api.enabled -}}
 {{- $names = list (printf "%s-api.%s.svc" $fullname .Release.Namespace) (printf "%s-api.%s" $fullname .Release.Namespace) -}}
 {{- end -}}
-{{- $names = concat $names (list (include "schedscope.sidecarHost" .) (printf "%s-sidecar.%s" $fullname .Release.Namespace)) -}}
+{{- $names = concat $names (list (include "schedscope.sidecarHost" .) (printf "%s-sidecar.%s" $fullname .Release.Namespace) (include "schedscope.schedulerMetricsHost" .)) -}}
 {{- toJson $names -}}
 {{- end }}
 

@@ -50,6 +50,9 @@ type Options struct {
 	// its records, cursor and metrics carry it. Empty is the unnamed
 	// cluster.
 	ClusterName string
+	// ServeAllClusters makes the API and the page answer for every cluster
+	// of the store, not only for ClusterName.
+	ServeAllClusters bool
 	// DBPath is the deprecated --db-path: --store=sqlite:///DBPath.
 	DBPath    string
 	Retention store.Retention
@@ -130,6 +133,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.StringVar(&o.Store, "store", o.Store, "Where the records are kept: sqlite:///PATH, a SQLite database file created if missing (its directory must exist), or a PostgreSQL URL postgres://USER@HOST:PORT/DATABASE?sslmode=verify-full (libpq's parameters; the password from the PGPASSWORD environment variable or a .pgpass file, not the URL, so that it stays out of the process list), which several sidecars and API servers may share.")
 	fs.BoolVar(&o.PostgresAllowInsecure, "postgres-allow-insecure", o.PostgresAllowInsecure, "Accept a PostgreSQL --store on a host other than localhost, a loopback address or a Unix socket with an sslmode other than verify-full or verify-ca: without TLS, or with TLS that does not verify the server. Off, such a store is refused at start.")
 	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName, "The name of the cluster whose scheduler this sidecar follows, a DNS-1123 label (e.g. east): its records, its cursor in the stream and its schedscope_* metrics (label cluster) carry it, and its retention and namespace deletion touch only its records, so that the sidecars of several clusters can write one PostgreSQL store. Empty (the default) is the unnamed cluster of a single-cluster setup, which records stored before clusters were named belong to.")
+	fs.BoolVar(&o.ServeAllClusters, "serve-all-clusters", o.ServeAllClusters, "Answer the explain API and the page for every cluster whose sidecar writes the store, not only for --cluster-name's. Every request is still authorized by this cluster's kube-apiserver only, so grant it only where an identity's rights in this cluster are meant to hold in every cluster of the store (a central, operators-only API); off, a request naming another cluster is answered 404 and no other cluster's record is read.")
 	fs.StringVar(&o.DBPath, "db-path", o.DBPath, "The SQLite database file holding the records; the same as --store=sqlite:///PATH.")
 	_ = fs.MarkDeprecated("db-path", "use --store=sqlite:///PATH")
 	fs.DurationVar(&o.Retention.MaxAge, "retention-max-age", o.Retention.MaxAge, "Delete attempts older than this; 0 keeps them regardless of age.")

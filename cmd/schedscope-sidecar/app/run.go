@@ -94,6 +94,7 @@ func (o *Options) Run(ctx context.Context) error {
 		Store: st, Authenticator: authn.Authenticator, Authorizer: authz.Authorizer,
 		TraceURL: o.traceLink(), MaxInFlightPerUser: o.MaxInFlightPerUser, MaxInFlight: o.MaxInFlight,
 		QueryTimeout: o.QueryTimeout, MaxRejectionsWindow: o.MaxRejectionsWindow, Cluster: o.ClusterName,
+		AllClusters: o.ServeAllClusters,
 	}
 	if f != nil {
 		apiConfig.Status = f.Status

@@ -141,7 +141,7 @@ func (o *Options) openStore(ctx context.Context) (store.Store, error) {
 	}
 	// PostgreSQL ends a query by its statement_timeout, keeping the
 	// connection, a tenth before the request's deadline would cancel it.
-	opts := store.Options{Cluster: o.ClusterName, Retention: o.Retention, Reads: store.ReadLimits{MaxConns: o.StoreMaxReadConns, Timeout: o.QueryTimeout * 9 / 10}}
+	opts := store.Options{Cluster: o.ClusterName, AllClusters: o.ServeAllClusters, Retention: o.Retention, Reads: store.ReadLimits{MaxConns: o.StoreMaxReadConns, Timeout: o.QueryTimeout * 9 / 10}}
 	if loc.postgresURL != "" {
 		return postgres.Open(ctx, loc.postgresURL, opts)
 	}

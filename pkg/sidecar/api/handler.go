@@ -55,10 +55,16 @@ type Config struct {
 	// which it returns false (deleted, or bound without a record the
 	// sidecar received) are left out of /apis/schedscope.io/v1alpha1/pending.
 	StillPending func(v1alpha1.PodStatus) bool
-	// Cluster is the cluster StillPending and Hints see (the sidecar's
-	// --cluster-name): pods of other clusters in the store are listed
-	// unchecked and explained without hints.
+	// Cluster is the cluster the API answers for (the sidecar's
+	// --cluster-name), which StillPending and Hints see.
 	Cluster string
+	// AllClusters makes the API answer for every cluster of its store
+	// (the sidecar's --serve-all-clusters), each request authorized by
+	// this cluster's kube-apiserver: pods of other clusters are listed
+	// unchecked and explained without hints. The store must be opened
+	// with store.Options.AllClusters too. Without it, a request naming
+	// another cluster is answered 404.
+	AllClusters bool
 	// Hints, when set, returns what would make the pod of an unschedulable
 	// attempt fit; showNodes is whether the caller may list nodes, and
 	// without it the hints name no node.
@@ -134,7 +140,25 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
-	return h.authenticated(mux), nil
+	return h.authenticated(h.servedClusters(mux)), nil
+}
+
+// servedClusters answers 404 to a request that names a cluster the API
+// does not answer for; the store reads no other cluster's records either.
+func (h *handler) servedClusters(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := r.URL.Query().Get(v1alpha1.ParamCluster)
+		if h.AllClusters || c == "" || c == h.Cluster {
+			next.ServeHTTP(w, r)
+			return
+		}
+		own := fmt.Sprintf("cluster %q", h.Cluster)
+		if h.Cluster == "" {
+			own = "the unnamed cluster"
+		}
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf(
+			"cluster %q is not served here: this API answers for %s only (a sidecar started with --serve-all-clusters answers for every cluster of its store)", c, own))
+	})
 }
 
 // writeError answers with a metav1.Status, as the kube-apiserver does.

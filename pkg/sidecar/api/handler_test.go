@@ -691,20 +691,8 @@ func TestClusters(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	t0 := recordtest.Base
-	for i, cluster := range []string{"east", "west"} {
-		st, err := sqlite.Open(ctx, path, store.Options{Cluster: cluster})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The same UID and sequence in both clusters.
-		a := recordtest.MakeAttempt("a", "web", "uid-1").Finished(t0.Add(time.Duration(i)*time.Second)).
-			Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Obj()
-		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, stream.Records(1, a)); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
-	}
-	st, err := sqlite.Open(ctx, path, store.Options{Cluster: "east"})
+	writeTwoClusters(t, path)
+	st, err := sqlite.Open(ctx, path, store.Options{Cluster: "east", AllClusters: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -712,7 +700,7 @@ func TestClusters(t *testing.T) {
 	h, err := New(Config{
 		Store: st, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "alice get a/web", "alice list nodes"}},
 		Now:     func() time.Time { return t0.Add(time.Minute) },
-		Cluster: "east",
+		Cluster: "east", AllClusters: true,
 		// east's pod is gone from east; west's cannot be checked here.
 		StillPending: func(v1alpha1.PodStatus) bool { return false },
 		Hints:        func(*record.Attempt, bool) []v1alpha1.Hint { return []v1alpha1.Hint{{Kind: v1alpha1.HintUncordon}} },
@@ -722,13 +710,7 @@ func TestClusters(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	e := &env{srv: srv}
-	for _, tt := range []struct {
-		path     string
-		wantCode int
-		want     []string
-		notWant  []string
-	}{
+	(&env{srv: srv}).expect(t, "alice", []answerWant{
 		{path: "pods", wantCode: 200, want: []string{`"cluster":"east"`, `"cluster":"west"`}},
 		{path: "pods?cluster=west", wantCode: 200, want: []string{`"cluster":"west"`}, notWant: []string{`"east"`}},
 		{path: "pending", wantCode: 200, want: []string{`"cluster":"west"`}, notWant: []string{`"east"`}},
@@ -740,8 +722,59 @@ func TestClusters(t *testing.T) {
 		{path: "rejections?by=plugin&since=2h", wantCode: 200, want: []string{`"attempts":2`}},
 		{path: "pods?cluster=West_1", wantCode: 400, want: []string{`parameter \"cluster\"`, "DNS-1123 label"}},
 		{path: "pending?cluster=", wantCode: 400, want: []string{`parameter \"cluster\": empty`}},
-	} {
-		code, body := e.get(t, "alice", "/apis/schedscope.io/v1alpha1/"+tt.path)
+	})
+}
+
+// TestClustersServedByDefault: with two clusters' records in one store,
+// an API not told to serve every cluster answers with its own cluster's
+// records only, and a request naming the other cluster is a 404 saying
+// which cluster it serves.
+func TestClustersServedByDefault(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	writeTwoClusters(t, path)
+	st, err := sqlite.Open(ctx, path, store.Options{Cluster: "east"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h, err := New(Config{
+		Store: st, Authenticator: fakeAuthn, Authorizer: &fakeAuthz{rules: []string{"alice list */", "alice get a/web", "alice list nodes", "alice get status.schedscope.io"}},
+		Now:     func() time.Time { return recordtest.Base.Add(time.Minute) },
+		Cluster: "east",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	notServed := `cluster \"west\" is not served here: this API answers for cluster \"east\" only`
+	(&env{srv: srv}).expect(t, "alice", []answerWant{
+		{path: "pods", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+		{path: "pods?cluster=west", wantCode: 404, want: []string{notServed}},
+		{path: "pods?cluster=east", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+		{path: "namespaces/a/pods/web/explain", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+		{path: "namespaces/a/pods/web/explain?cluster=west", wantCode: 404, want: []string{notServed}},
+		{path: "namespaces/a/pods/web/attempts", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+		{path: "rejections?by=plugin&since=2h", wantCode: 200, want: []string{`"attempts":1`}},
+		{path: "rejections?by=plugin&since=2h&cluster=west", wantCode: 404, want: []string{notServed}},
+		{path: "status", wantCode: 200, want: []string{`"cluster":"east"`}, notWant: []string{`"west"`}},
+	})
+}
+
+// answerWant is a request of the API and what its answer must (not) hold.
+type answerWant struct {
+	path     string
+	wantCode int
+	want     []string
+	notWant  []string
+}
+
+// expect asks each path of the API as user and checks its answer.
+func (e *env) expect(t *testing.T, user string, wants []answerWant) {
+	t.Helper()
+	for _, tt := range wants {
+		code, body := e.get(t, user, "/apis/schedscope.io/v1alpha1/"+tt.path)
 		if code != tt.wantCode {
 			t.Errorf("%s: status %d, want %d: %s", tt.path, code, tt.wantCode, body)
 			continue
@@ -756,5 +789,27 @@ func TestClusters(t *testing.T) {
 				t.Errorf("%s: answer holds %s: %s", tt.path, w, body)
 			}
 		}
+	}
+}
+
+// writeTwoClusters stores in the SQLite database path an unschedulable
+// attempt of pod a/web in cluster east and one in west, with the same UID
+// and sequence, west's a second later.
+func writeTwoClusters(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	t0 := recordtest.Base
+	for i, cluster := range []string{"east", "west"} {
+		st, err := sqlite.Open(ctx, path, store.Options{Cluster: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same UID and sequence in both clusters.
+		a := recordtest.MakeAttempt("a", "web", "uid-1").Finished(t0.Add(time.Duration(i)*time.Second)).
+			Unschedulable("0/1 nodes are available").Rejected("TaintToleration", "taint", "n1").Obj()
+		if err := st.Append(ctx, v1alpha1.Cursor{Epoch: "e1", Seq: 1}, stream.Records(1, a)); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
 	}
 }

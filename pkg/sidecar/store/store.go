@@ -44,8 +44,10 @@ type Writer interface {
 	Append(ctx context.Context, cursor v1alpha1.Cursor, records []stream.Record) error
 }
 
-// Reader is what the explain API needs. Its queries answer for every
-// cluster the store holds unless they name one.
+// Reader is what the explain API needs. Its queries answer for the store's
+// own cluster (Options.Cluster) only, whatever cluster they name; with
+// Options.AllClusters, for every cluster the store holds unless they name
+// one.
 type Reader interface {
 	Cursor(ctx context.Context) (v1alpha1.Cursor, error)
 	// Attempts returns the summaries of the attempts of a pod, newest first.
@@ -60,7 +62,7 @@ type Reader interface {
 	Namespaces(ctx context.Context) ([]string, error)
 	// Rejections counts Filter rejections by plugin or by node.
 	Rejections(ctx context.Context, q RejectionQuery) ([]v1alpha1.RejectionCount, error)
-	// Stats describes the store's contents, every cluster's.
+	// Stats describes the store's contents: the clusters it may read.
 	Stats(ctx context.Context) (v1alpha1.StoreStats, error)
 }
 
@@ -130,8 +132,11 @@ type Options struct {
 	// DeleteNamespace touch that cluster's records only. Empty is the
 	// unnamed cluster, which every record stored before clusters were
 	// named belongs to. See ValidateClusterName.
-	Cluster   string
-	Retention Retention
+	Cluster string
+	// AllClusters lets the Reader answer for every cluster in the store,
+	// not only for Cluster: the sidecar's --serve-all-clusters.
+	AllClusters bool
+	Retention   Retention
 	// Reads bound the Reader's share of the database.
 	Reads ReadLimits
 }

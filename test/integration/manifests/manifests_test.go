@@ -672,8 +672,11 @@ func checkAPIService(t *testing.T, r release, byKind map[string][]*unstructured.
 		}
 		crt, _, _ := unstructured.NestedString(secret.Object, "data", "tls.crt")
 		key, _, _ := unstructured.NestedString(secret.Object, "data", "tls.key")
-		if err := verifyServing(caBundle, crt, key, host); err != nil {
-			t.Errorf("the APIService's caBundle and Secret schedscope-sidecar-tls: %v", err)
+		// The scheduler serves the same certificate on its metrics port.
+		for _, h := range []string{host, "schedscope-scheduler-metrics." + r.namespace + ".svc"} {
+			if err := verifyServing(caBundle, crt, key, h); err != nil {
+				t.Errorf("the APIService's caBundle and Secret schedscope-sidecar-tls, for %s: %v", h, err)
+			}
 		}
 	case "cert-manager":
 		if got, want := svc.GetAnnotations()["cert-manager.io/inject-ca-from"], r.namespace+"/schedscope-sidecar"; got != want {
@@ -685,8 +688,9 @@ func checkAPIService(t *testing.T, r release, byKind map[string][]*unstructured.
 		cert := byKind["Certificate"][0]
 		secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
 		dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-		if secretName != "schedscope-sidecar-tls" || !slices.Contains(dnsNames, host) {
-			t.Errorf("Certificate %s: secretName %q, dnsNames %q; want schedscope-sidecar-tls and %s", cert.GetName(), secretName, dnsNames, host)
+		scheduler := "schedscope-scheduler-metrics." + r.namespace + ".svc"
+		if secretName != "schedscope-sidecar-tls" || !slices.Contains(dnsNames, host) || !slices.Contains(dnsNames, scheduler) {
+			t.Errorf("Certificate %s: secretName %q, dnsNames %q; want schedscope-sidecar-tls, %s and %s", cert.GetName(), secretName, dnsNames, host, scheduler)
 		}
 	}
 }
@@ -718,8 +722,8 @@ func verifyServing(caBundle, crt, key, host string) error {
 }
 
 // checkMonitoring checks that the ServiceMonitor scrapes the scheduler and
-// the sidecar as the jobs the alert rules name, verifying the sidecar's
-// certificate with the CA of its Secret for the Service's name, and that
+// the sidecar as the jobs the alert rules name, verifying the certificate
+// both serve with the CA of its Secret for each Service's name, and that
 // the PrometheusRule holds the groups of the rule file promtool tests.
 func checkMonitoring(t *testing.T, r release, byKind map[string][]*unstructured.Unstructured) {
 	t.Helper()
@@ -730,14 +734,13 @@ func checkMonitoring(t *testing.T, r release, byKind map[string][]*unstructured.
 		gotJobs := map[string]string{}
 		for _, ep := range endpoints {
 			ep := ep.(map[string]any)
-			if ep["port"] == "https" {
-				want := map[string]any{
-					"ca":         map[string]any{"secret": map[string]any{"name": "schedscope-sidecar-tls", "key": "ca.crt"}},
-					"serverName": "schedscope-sidecar." + r.namespace + ".svc",
-				}
-				if diff := cmp.Diff(want, ep["tlsConfig"]); diff != "" {
-					t.Errorf("ServiceMonitor %s: the sidecar endpoint's tlsConfig (-want +got):\n%s", sm.GetName(), diff)
-				}
+			service := map[any]string{"https": "schedscope-sidecar", "scheduler": "schedscope-scheduler-metrics"}[ep["port"]]
+			want := map[string]any{
+				"ca":         map[string]any{"secret": map[string]any{"name": "schedscope-sidecar-tls", "key": "ca.crt"}},
+				"serverName": service + "." + r.namespace + ".svc",
+			}
+			if diff := cmp.Diff(want, ep["tlsConfig"]); diff != "" {
+				t.Errorf("ServiceMonitor %s: the %v endpoint's tlsConfig (-want +got):\n%s", sm.GetName(), ep["port"], diff)
 			}
 			relabelings, _, _ := unstructured.NestedSlice(ep, "relabelings")
 			for _, r := range relabelings {

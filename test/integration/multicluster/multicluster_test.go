@@ -37,15 +37,20 @@ type cluster struct {
 	sidecar *framework.Sidecar
 	// pending is how many of its pods cannot fit.
 	scheduled, pending int
+	// servesAll starts its sidecar with --serve-all-clusters.
+	servesAll bool
 }
 
 // TestTwoClustersOneStore: the sidecars of clusters east and west write
-// one PostgreSQL database. Both clusters have pods of the same names in
-// the same namespace; every record each scheduler emitted is stored once
-// under its cluster (stored = emitted per cluster), each pod is listed
-// with its cluster and the UID its own cluster gave it, a cluster filter
-// keeps one cluster's, and kubectl schedscope pending -A through either
-// sidecar lists both clusters' pending pods with a CLUSTER column.
+// one PostgreSQL database; east's serves every cluster
+// (--serve-all-clusters), west's its own only. Both clusters have pods of
+// the same names in the same namespace; every record each scheduler
+// emitted is stored once under its cluster (stored = emitted per
+// cluster); through east each pod is listed with its cluster and the UID
+// its own cluster gave it, a cluster filter keeps one cluster's, and
+// kubectl schedscope pending -A lists both clusters' pending pods with a
+// CLUSTER column; through west only west's pods are listed, and asking
+// for east's is answered 404.
 func TestTwoClustersOneStore(t *testing.T) {
 	ctx := context.Background()
 	pg, err := pgserver.Start(ctx)
@@ -57,7 +62,7 @@ func TestTwoClustersOneStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clusters := []*cluster{{name: "east", scheduled: 3, pending: 2}, {name: "west", scheduled: 2, pending: 3}}
+	clusters := []*cluster{{name: "east", scheduled: 3, pending: 2, servesAll: true}, {name: "west", scheduled: 2, pending: 3}}
 	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
 	for _, c := range clusters {
 		c.cp = framework.StartTestControlPlane(t)
@@ -65,7 +70,11 @@ func TestTwoClustersOneStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.sched.Stop)
-		if c.sidecar, err = c.cp.StartSidecar(ctx, "schedscope-sidecar", c.sched, "--store", url, "--cluster-name", c.name); err != nil {
+		args := []string{"--store", url, "--cluster-name", c.name}
+		if c.servesAll {
+			args = append(args, "--serve-all-clusters")
+		}
+		if c.sidecar, err = c.cp.StartSidecar(ctx, "schedscope-sidecar", c.sched, args...); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.sidecar.Stop)
@@ -121,15 +130,23 @@ func TestTwoClustersOneStore(t *testing.T) {
 		}
 	}
 
-	// Every pod is listed with its cluster and the UID its cluster gave it.
+	// Every pod a sidecar serves is listed with its cluster and the UID its
+	// cluster gave it.
 	for _, reader := range clusters {
 		var all v1alpha1.PodList
 		getJSON(t, reader.sidecar, "namespaces/shop/pods?limit=100", &all)
-		if want := 10; len(all.Items) != want {
+		want := reader.scheduled + reader.pending
+		if reader.servesAll {
+			want = 10
+		}
+		if len(all.Items) != want {
 			t.Fatalf("pods through %s's sidecar: %d, want %d", reader.name, len(all.Items), want)
 		}
 		for _, p := range all.Items {
 			c := byName(clusters, p.Cluster)
+			if !reader.servesAll && p.Cluster != reader.name {
+				t.Errorf("%s's sidecar, serving its own cluster only, lists pod %s of %q", reader.name, p.Pod.Name, p.Cluster)
+			}
 			if c == nil || p.Latest.Cluster != p.Cluster {
 				t.Errorf("pod %s/%s listed in cluster %q (latest attempt in %q)", p.Pod.Namespace, p.Pod.Name, p.Cluster, p.Latest.Cluster)
 				continue
@@ -141,6 +158,13 @@ func TestTwoClustersOneStore(t *testing.T) {
 		}
 		for _, c := range clusters {
 			var pending v1alpha1.PodList
+			if !reader.servesAll && c != reader {
+				err := getJSONErr(reader.sidecar, "pending?limit=100&cluster="+c.name, &pending)
+				if err == nil || !strings.Contains(err.Error(), ": 404: ") || !strings.Contains(err.Error(), "is not served here") {
+					t.Errorf("%s's pending pods asked of %s's sidecar: %v, want 404 saying the cluster is not served there", c.name, reader.name, err)
+				}
+				continue
+			}
 			getJSON(t, reader.sidecar, "pending?limit=100&cluster="+c.name, &pending)
 			var names []string
 			for _, p := range pending.Items {
@@ -164,6 +188,12 @@ func TestTwoClustersOneStore(t *testing.T) {
 		out := runPlugin(t, c.cp.Kubeconfig, "pending", "-A", "--sidecar-url", c.sidecar.URL, "--insecure-skip-tls-verify")
 		t.Logf("kubectl schedscope pending -A (through %s's sidecar):\n%s", c.name, out)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if !c.servesAll {
+			if strings.HasPrefix(lines[0], "CLUSTER") || len(lines) != 1+c.pending {
+				t.Errorf("pending -A through %s, serving its own cluster only: want its %d pods and no CLUSTER column:\n%s", c.name, c.pending, out)
+			}
+			continue
+		}
 		if !strings.HasPrefix(lines[0], "CLUSTER") || len(lines) != 1+5 {
 			t.Errorf("pending -A through %s: want a CLUSTER column and 5 pods:\n%s", c.name, out)
 		}

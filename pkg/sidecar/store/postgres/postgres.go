@@ -91,7 +91,7 @@ func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
 		reads.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
 	}
-	if s.Store, err = sqlstore.New(ctx, db, &dialect, sqlstore.Config{Cluster: opts.Cluster, DiskBytes: s.diskBytes, Reads: reads}); err != nil {
+	if s.Store, err = sqlstore.New(ctx, db, &dialect, sqlstore.Config{Cluster: opts.Cluster, AllClusters: opts.AllClusters, DiskBytes: s.diskBytes, Reads: reads}); err != nil {
 		db.Close()
 		reads.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)

@@ -255,7 +255,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if v := dbVersion(t, url); v != store.SchemaVersion {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
-	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, url, store.Options{Cluster: "east"}) })
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, url, store.Options{Cluster: "east", AllClusters: true}) })
 }
 
 // TestOpenRejectsBadURL: a URL that does not parse is an error that does

@@ -148,7 +148,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if free != 0 {
 		t.Errorf("%d free pages after the migration copied the tables, want them given back to the file system", free)
 	}
-	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east", AllClusters: true}) })
 }
 
 // TestOpenVersion4: testdata/schema-v4.db was written by the release
@@ -168,5 +168,5 @@ func TestOpenVersion4(t *testing.T) {
 	if v := userVersion(t, path); v != store.SchemaVersion {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
-	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east"}) })
+	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east", AllClusters: true}) })
 }

@@ -85,7 +85,7 @@ func Open(ctx context.Context, path string, opts store.Options) (*Store, error) 
 	}
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, cluster: opts.Cluster, retention: opts.Retention}
-	if err := s.prepare(ctx, opts.Reads); err != nil {
+	if err := s.prepare(ctx, opts); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
@@ -94,7 +94,7 @@ func Open(ctx context.Context, path string, opts store.Options) (*Store, error) 
 
 // prepare migrates the database and converts it to incremental vacuum,
 // then opens the readers' connections and prepares the store's statements.
-func (s *Store) prepare(ctx context.Context, limits store.ReadLimits) error {
+func (s *Store) prepare(ctx context.Context, opts store.Options) error {
 	if err := migrate(ctx, s.db); err != nil {
 		return err
 	}
@@ -110,13 +110,14 @@ func (s *Store) prepare(ctx context.Context, limits store.ReadLimits) error {
 	if err != nil {
 		return fmt.Errorf("opening the readers' connections: %w", err)
 	}
-	reads.SetMaxOpenConns(limits.Conns())
-	reads.SetMaxIdleConns(limits.Conns())
+	reads.SetMaxOpenConns(opts.Reads.Conns())
+	reads.SetMaxIdleConns(opts.Reads.Conns())
 	s.Store, err = sqlstore.New(ctx, s.db, &dialect, sqlstore.Config{
-		Cluster:   s.cluster,
-		Writes:    &s.mu,
-		DiskBytes: func(context.Context) (int64, error) { return s.DiskBytes() },
-		Reads:     reads,
+		Cluster:     s.cluster,
+		AllClusters: opts.AllClusters,
+		Writes:      &s.mu,
+		DiskBytes:   func(context.Context) (int64, error) { return s.DiskBytes() },
+		Reads:       reads,
 	})
 	if err != nil {
 		reads.Close()

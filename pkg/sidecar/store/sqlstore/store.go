@@ -25,15 +25,21 @@ type Store struct {
 	reads   *sql.DB
 	d       *Dialect
 	cluster string
-	writes  sync.Locker
-	disk    func(context.Context) (int64, error)
-	ins     inserts
+	// allClusters lets the Reader answer every cluster's records; without
+	// it, it reads only cluster's.
+	allClusters bool
+	writes      sync.Locker
+	disk        func(context.Context) (int64, error)
+	ins         inserts
 }
 
 // Config is what a Store needs beside its database and dialect.
 type Config struct {
 	// Cluster is the cluster whose records the store writes.
 	Cluster string
+	// AllClusters lets the Reader answer every cluster's records; without
+	// it, every query reads Cluster's only, whatever cluster it names.
+	AllClusters bool
 	// Writes, when set, serializes the store's writers: Append holds it
 	// for its transaction.
 	Writes sync.Locker
@@ -46,7 +52,7 @@ type Config struct {
 
 // New returns the store of c.Cluster's records in db, in dialect d.
 func New(ctx context.Context, db *sql.DB, d *Dialect, c Config) (*Store, error) {
-	s := &Store{db: db, reads: c.Reads, d: d, cluster: c.Cluster, writes: c.Writes, disk: c.DiskBytes}
+	s := &Store{db: db, reads: c.Reads, d: d, cluster: c.Cluster, allClusters: c.AllClusters, writes: c.Writes, disk: c.DiskBytes}
 	if s.reads == nil {
 		s.reads = db
 	}
@@ -117,6 +123,17 @@ func (s *Store) Append(ctx context.Context, cursor v1alpha1.Cursor, records []st
 type query struct {
 	sql  strings.Builder
 	args []any
+	// scope is the only cluster the query may read; nil lets it read every
+	// cluster.
+	scope *string
+}
+
+// query returns a query of the clusters the Reader may read.
+func (s *Store) query() *query {
+	if s.allClusters {
+		return &query{}
+	}
+	return &query{scope: &s.cluster}
 }
 
 // add appends a clause and its parameters.
@@ -138,9 +155,15 @@ func (q *query) wherePod(pod store.PodSelector) error {
 	return nil
 }
 
-// inCluster keeps the rows of cluster in column; empty keeps all.
+// inCluster keeps the rows of cluster in column; empty keeps every
+// cluster the query may read. A cluster outside its scope keeps none.
 func (q *query) inCluster(column, cluster string) {
-	if cluster != "" {
+	switch {
+	case q.scope != nil && cluster != "" && cluster != *q.scope:
+		q.add(` AND false`)
+	case q.scope != nil:
+		q.add(` AND `+column+` = ?`, *q.scope)
+	case cluster != "":
 		q.add(` AND `+column+` = ?`, cluster)
 	}
 }
@@ -206,7 +229,7 @@ func scanSummary(rows *sql.Rows, before ...any) (v1alpha1.AttemptSummary, error)
 
 // Attempts implements store.Reader.
 func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) ([]v1alpha1.AttemptSummary, error) {
-	var q query
+	q := s.query()
 	q.add(`SELECT summary, repeats, last_attempt, last_finished FROM attempts`)
 	if err := q.wherePod(pod); err != nil {
 		return nil, err
@@ -214,7 +237,7 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 	q.add(` ORDER BY id DESC`)
 	q.limit(limit)
 	var out []v1alpha1.AttemptSummary
-	err := s.each(ctx, &q, func(rows *sql.Rows) error {
+	err := s.each(ctx, q, func(rows *sql.Rows) error {
 		sum, err := scanSummary(rows)
 		out = append(out, sum)
 		return err
@@ -227,7 +250,7 @@ func (s *Store) Attempts(ctx context.Context, pod store.PodSelector, limit int) 
 
 // Attempt implements store.Reader.
 func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) (*stream.Record, error) {
-	var q query
+	q := s.query()
 	q.add(`SELECT summary, data FROM attempts`)
 	if err := q.wherePod(pod); err != nil {
 		return nil, err
@@ -249,7 +272,7 @@ func (s *Store) Attempt(ctx context.Context, pod store.PodSelector, number int) 
 
 // Pods implements store.Reader.
 func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1.PodStatus, error) {
-	var q query
+	q := s.query()
 	q.add(`SELECT p.first_seen, a.summary, a.repeats, a.last_attempt, a.last_finished
 		FROM pods p JOIN attempts a ON a.id = p.latest_id WHERE true`)
 	if opts.PendingOnly {
@@ -260,7 +283,7 @@ func (s *Store) Pods(ctx context.Context, opts store.PodListOptions) ([]v1alpha1
 	q.add(` ORDER BY p.finished DESC`)
 	q.limit(opts.Limit)
 	out := []v1alpha1.PodStatus{}
-	err := s.each(ctx, &q, func(rows *sql.Rows) error {
+	err := s.each(ctx, q, func(rows *sql.Rows) error {
 		var firstSeen int64
 		latest, err := scanSummary(rows, &firstSeen)
 		if err != nil {
@@ -302,7 +325,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 	if rq.By == v1alpha1.ByNode {
 		names = "node_names"
 	}
-	var q query
+	q := s.query()
 	q.add(`SELECT plugin, finished, nodes, ` + names + ` FROM rejections WHERE true`)
 	if !rq.Since.IsZero() {
 		q.add(` AND finished >= ?`, rq.Since.UnixNano())
@@ -312,7 +335,7 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 	}
 	q.inCluster("cluster", rq.Cluster)
 	q.inNamespaces("namespace", rq.Namespaces)
-	err = s.each(ctx, &q, func(rows *sql.Rows) error {
+	err = s.each(ctx, q, func(rows *sql.Rows) error {
 		var plugin string
 		var finished, nodes int64
 		var names []byte
@@ -330,9 +353,11 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 // Stats implements store.Reader.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	counts := store.ClusterCounts{}
-	var attempts, pods query
-	attempts.add(`SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts GROUP BY cluster`)
-	if err := s.each(ctx, &attempts, func(rows *sql.Rows) error {
+	attempts, pods := s.query(), s.query()
+	attempts.add(`SELECT cluster, COUNT(*), COALESCE(SUM(repeats), 0), COALESCE(SUM(size), 0) FROM attempts WHERE true`)
+	attempts.inCluster("cluster", "")
+	attempts.add(` GROUP BY cluster`)
+	if err := s.each(ctx, attempts, func(rows *sql.Rows) error {
 		var cluster string
 		var stored, folded, size int64
 		if err := rows.Scan(&cluster, &stored, &folded, &size); err != nil {
@@ -344,8 +369,10 @@ func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	}); err != nil {
 		return v1alpha1.StoreStats{}, fmt.Errorf("reading stats: %w", err)
 	}
-	pods.add(`SELECT cluster, COUNT(*) FROM pods GROUP BY cluster`)
-	if err := s.each(ctx, &pods, func(rows *sql.Rows) error {
+	pods.add(`SELECT cluster, COUNT(*) FROM pods WHERE true`)
+	pods.inCluster("cluster", "")
+	pods.add(` GROUP BY cluster`)
+	if err := s.each(ctx, pods, func(rows *sql.Rows) error {
 		var cluster string
 		var n int64
 		if err := rows.Scan(&cluster, &n); err != nil {

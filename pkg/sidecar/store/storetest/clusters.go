@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
 	"github.com/schedscope/schedscope/pkg/record/recordtest"
@@ -25,13 +26,21 @@ const (
 )
 
 // clusters opens east with retention r and west, unbounded, on one new
-// database, each holding its records; both are closed when the test ends.
+// database, each holding its records and reading every cluster's; both are
+// closed when the test ends.
 func (h Harness) clusters(t *testing.T, r store.Retention) (eastStore, westStore store.Store) {
+	t.Helper()
+	return h.openClusters(t, store.Options{Cluster: east, Retention: r, AllClusters: true}, store.Options{Cluster: west, AllClusters: true})
+}
+
+// openClusters opens eastOpts and westOpts on one new database and
+// appends each cluster's records; both are closed when the test ends.
+func (h Harness) openClusters(t *testing.T, eastOpts, westOpts store.Options) (eastStore, westStore store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	open := h.New(t)
 	var stores []store.Store
-	for _, o := range []store.Options{{Cluster: east, Retention: r}, {Cluster: west}} {
+	for _, o := range []store.Options{eastOpts, westOpts} {
 		s, err := open(o)
 		if err != nil {
 			t.Fatal(err)
@@ -325,8 +334,9 @@ func testClustersDeleteNamespace(t *testing.T, h Harness) {
 // migrated from a schema before clusters that held Fixture under cursor
 // (e1, 5), answers: everything CheckFixture checks, each answer in the
 // unnamed cluster; a pending pod's repeats fold into its stored attempt;
-// and the store opened by openEast (for cluster east) has a cursor of its
-// own and stores the same epoch, sequences and UIDs beside the old records.
+// and the store opened by openEast (for cluster east, reading every
+// cluster) has a cursor of its own and stores the same epoch, sequences
+// and UIDs beside the old records.
 func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.Store, error)) {
 	t.Helper()
 	ctx := context.Background()
@@ -366,11 +376,72 @@ func CheckMigratedFixture(t *testing.T, s store.Store, openEast func() (store.St
 	if len(st.Clusters) != 2 || st.Clusters[0].Cluster != "" || st.Clusters[0].Attempts != 7 || st.Clusters[1].Cluster != "east" || st.Clusters[1].Pods != 3 {
 		t.Errorf("stats by cluster %+v, want the unnamed cluster's 7 attempts, then east's 3 pods", st.Clusters)
 	}
-	east, err := s.Pods(ctx, store.PodListOptions{Cluster: "east"})
+	east, err := e.Pods(ctx, store.PodListOptions{Cluster: "east"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"east:a/p3", "east:b/p2", "east:a/p1"}, clusterPods(east)); diff != "" {
 		t.Errorf("east's pods (-want +got):\n%s", diff)
+	}
+}
+
+// testClustersServeTheirOwnOnly: a store not opened for every cluster
+// reads its own cluster's records only, whatever cluster a query names.
+func testClustersServeTheirOwnOnly(t *testing.T, h Harness) {
+	ctx := context.Background()
+	e, w := h.openClusters(t, store.Options{Cluster: east}, store.Options{Cluster: west})
+	for _, tt := range []struct {
+		name string
+		s    store.Store
+		opts store.PodListOptions
+		want []string
+	}{
+		{name: "east, no cluster named", s: e, want: []string{"east:a/p3", "east:b/p2", "east:a/p1"}},
+		{name: "west, no cluster named", s: w, want: []string{"west:b/p2", "west:a/p1"}},
+		{name: "east asked for west", s: e, opts: store.PodListOptions{Cluster: west}},
+		{name: "west asked for its own", s: w, opts: store.PodListOptions{Cluster: west, PendingOnly: true}, want: []string{"west:b/p2", "west:a/p1"}},
+	} {
+		t.Run("pods/"+tt.name, func(t *testing.T) {
+			got, err := tt.s.Pods(ctx, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, clusterPods(got)); diff != "" {
+				t.Errorf("pods (-want +got):\n%s", diff)
+			}
+		})
+	}
+	sums, err := w.Attempts(ctx, store.PodSelector{UID: "uid-1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Cluster != west {
+		t.Errorf("attempts of uid-1 read by west: %+v, want west's one", sums)
+	}
+	if _, err := w.Attempt(ctx, store.PodSelector{Cluster: east, Namespace: "a", Name: "p3"}, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("east's a/p3 asked of west: %v, want ErrNotFound", err)
+	}
+	if _, err := w.Attempt(ctx, store.PodSelector{UID: "uid-3"}, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("east's uid-3 asked of west without a cluster: %v, want ErrNotFound", err)
+	}
+	for _, cluster := range []string{"", east} {
+		got, err := w.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin, Cluster: cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []v1alpha1.RejectionCount{{Key: "TaintToleration", Attempts: 2, Nodes: 3}, {Key: "NodeResourcesFit", Attempts: 1, Nodes: 1}}
+		if cluster == east {
+			want = nil
+		}
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("rejections read by west, cluster %q asked (-want +got):\n%s", cluster, diff)
+		}
+	}
+	st, err := w.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Clusters) != 1 || st.Clusters[0].Cluster != west || st.Attempts != 2 {
+		t.Errorf("west's stats %+v, want west's 2 attempts only", st)
 	}
 }

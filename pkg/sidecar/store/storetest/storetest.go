@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClustersHaveTheirOwnCursors", testClustersHaveTheirOwnCursors},
 		{"ClustersKeepSameUIDsAndSeqsApart", testClustersKeepSameUIDsAndSeqsApart},
 		{"ClustersFilterQueries", testClustersFilterQueries},
+		{"ClustersServeTheirOwnOnly", testClustersServeTheirOwnOnly},
 		{"ClustersRetentionDoesNotMix", testClustersRetentionDoesNotMix},
 		{"ClustersDeleteNamespace", testClustersDeleteNamespace},
 	} {
