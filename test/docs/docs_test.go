@@ -49,6 +49,7 @@ func TestOperatorDocsNameRealFlags(t *testing.T) {
 		{"schedscope-sidecar", "--help"},
 		{"kubectl-schedscope", "explain", "--help"},
 		{"kubectl-schedscope", "pending", "--help"},
+		{"kubectl-schedscope", "shadow", "--help"},
 		{"kube-apiserver", "--help"},
 		{"helm", "install", "--help"},
 		{"helm", "upgrade", "--help"},

@@ -163,7 +163,7 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 		// Shown in usage as kubectl runs it.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl schedscope"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageErrorf("a subcommand is required: explain, history, pending, top, status, ui or version")
+			return usageErrorf("a subcommand is required: explain, history, pending, top, shadow, status, ui or version")
 		},
 	}
 	cmd.SetVersionTemplate("kubectl schedscope {{.Version}}\n")
@@ -172,7 +172,7 @@ Exit codes: 0 ok (for explain: the pod is scheduled), 1 error, 2 usage,
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(outputFormats...))
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
-	cmd.AddCommand(newExplainCommand(o), newHistoryCommand(o), newPendingCommand(o), newTopCommand(o), newStatusCommand(o), newUICommand(o), newVersionCommand(o))
+	cmd.AddCommand(newExplainCommand(o), newHistoryCommand(o), newPendingCommand(o), newTopCommand(o), newShadowCommand(o), newStatusCommand(o), newUICommand(o), newVersionCommand(o))
 	return cmd
 }
 

@@ -512,6 +512,7 @@ func TestCompletion(t *testing.T) {
 		{"pods", []string{"__complete", "explain", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/"}, "pod/db\npod/web\n:4\n"},
 		{"pods by prefix", []string{"__complete", "history", "--kubeconfig", alice, "--sidecar-url", srv.URL, "pod/w"}, "pod/web\n:4\n"},
 		{"verdicts", []string{"__complete", "explain", "pod/web", "--verdict", ""}, "feasible\nrejected\nnot-evaluated\n:4\n"},
+		{"shadow windows", []string{"__complete", "shadow", "--since", ""}, "1h\n24h\n168h\n:4\n"},
 		{"outputs", []string{"__complete", "top", "-o", ""}, "table\nwide\nname\njson\nyaml\njsonpath=\njsonpath-as-json=\ngo-template=\ncustom-columns=\ncustom-columns-file=\n:4\n"},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,8 @@ type explainOptions struct {
 	workload string
 	node     string
 	attempt  int
+	// shadow names the shadow profile whose run of the attempt to explain.
+	shadow   string
 	allNodes bool
 	verdict  string
 	limit    int
@@ -67,6 +69,14 @@ the score plugins whose weighted scores made the difference.
 
 With --node, say why the pod did (not) land on that node.
 
+When the pod's profile has shadow profiles (the scheduler's
+--shadow-profile), the Shadows section says what each would have done in
+the attempt: the same node, another node (where the live node ranked under
+the shadow, and the plugins behind the difference), no node (and whether
+preemption would have helped), or why the run was not compared. With
+--shadow NAME, explain that shadow's own run of the attempt instead, as
+if it were the live one: exit code 0 then means the shadow found a node.
+
 Of a workload (deploy/web, deployment/web, rs/NAME, sts/db,
 statefulset/db, ds/NAME, job/train, rc/NAME), or of the pods a label
 selector matches (-l app=web), read the pods with your credentials and
@@ -87,6 +97,7 @@ recorded attempt), 3 it is pending (any pod), 4 no attempt is recorded,
   kubectl schedscope explain deploy/web -n shop
   kubectl schedscope explain -l app=web -n shop -o wide
   kubectl schedscope explain pod/web-0 -n shop --node node-7
+  kubectl schedscope explain pod/web-0 -n shop --shadow schedscope-binpack
   kubectl schedscope explain pod/web-0 -n shop --verdict rejected --limit 50 -o wide
   kubectl schedscope explain pod/web-0 -n shop -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,6 +109,8 @@ recorded attempt), 3 it is pending (any pod), 4 no attempt is recorded,
 	}
 	cmd.Flags().StringVar(&e.node, "node", "", "Explain why the pod did (not) land on this node.")
 	cmd.Flags().IntVar(&e.attempt, "attempt", 0, "Explain this attempt (1 is the first); default the latest.")
+	cmd.Flags().StringVar(&e.shadow, "shadow", "", "Explain this shadow profile's run of the attempt instead of the attempt.")
+	_ = cmd.RegisterFlagCompletionFunc("shadow", cobra.NoFileCompletions)
 	cmd.Flags().BoolVar(&e.allNodes, "all-nodes", false, "Print every node, not only the top feasible ones.")
 	cmd.Flags().DurationVar(&e.wait, "wait", 0, "Wait up to this long for the pod's first recorded attempt (bound, unschedulable or failed) instead of answering not found.")
 	cmd.Flags().StringVar(&e.verdict, "verdict", "", "Print only the nodes of this verdict: feasible, rejected or not-evaluated.")
@@ -129,8 +142,8 @@ func (e *explainOptions) complete(args []string) error {
 		}
 		e.workload = args[0]
 	}
-	if e.pod == "" && (e.node != "" || e.attempt != 0 || e.allNodes || e.verdict != "" || e.limit != 0 || e.wait != 0) {
-		return usageErrorf("--node, --attempt, --all-nodes, --verdict, --limit and --wait explain one pod: not with %s", cmp.Or(e.workload, "-l"))
+	if e.pod == "" && (e.node != "" || e.attempt != 0 || e.shadow != "" || e.allNodes || e.verdict != "" || e.limit != 0 || e.wait != 0) {
+		return usageErrorf("--node, --attempt, --shadow, --all-nodes, --verdict, --limit and --wait explain one pod: not with %s", cmp.Or(e.workload, "-l"))
 	}
 	if e.pod != "" && e.SortBy != "" {
 		return usageErrorf("--sort-by sorts the pods of a workload or of -l: not with pod/%s", e.pod)
@@ -186,6 +199,9 @@ func (e *explainOptions) run(ctx context.Context) error {
 	q := e.withCluster(url.Values{})
 	if e.attempt > 0 {
 		q.Set("attempt", strconv.Itoa(e.attempt))
+	}
+	if e.shadow != "" {
+		q.Set(v1alpha1.ParamShadow, e.shadow)
 	}
 	if e.node != "" {
 		q.Set("node", e.node)
@@ -243,11 +259,12 @@ const podReadTimeout = 5 * time.Second
 // notRecorded adds to a not-found answer for the pod what the
 // kube-apiserver says of it, read with the user's credentials: its
 // spec.schedulerName, since schedscope records only the pods of its
-// scheduler's profiles, or that no such pod exists. Other errors, and a pod
-// the user may not read, are returned as they are.
+// scheduler's profiles, or that no such pod exists. Other errors, a pod
+// the user may not read, and the answers for an attempt, a node or a
+// shadow's run are returned as they are.
 func (e *explainOptions) notRecorded(ctx context.Context, ns string, err error) error {
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Code != ExitNotFound || e.attempt != 0 || e.node != "" {
+	if !errors.As(err, &ee) || ee.Code != ExitNotFound || e.attempt != 0 || e.node != "" || e.shadow != "" {
 		return err
 	}
 	cs, cerr := e.kubeClient()
@@ -369,8 +386,9 @@ func printHints(w io.Writer, hints []v1alpha1.Hint) {
 }
 
 // PrintExplanation prints an explanation as a header, a table of the
-// verdict groups, the hints and, when the caller may see the nodes, a
-// table of e.Rows; wide adds a column per score plugin.
+// verdict groups, the hints, what the shadow profiles would have done and,
+// when the caller may see the nodes, a table of e.Rows; wide adds a column
+// per score plugin.
 func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	fmt.Fprintf(w, "Pod:      %s/%s (uid %s)\n", e.Pod.Namespace, e.Pod.Name, e.Pod.UID)
 	fmt.Fprintf(w, "Attempt:  %d (profile %s, finished %s)\n", e.Attempt, e.Profile, e.Timing.Finished.Format("2006-01-02T15:04:05Z07:00"))
@@ -401,6 +419,7 @@ func PrintExplanation(w io.Writer, e *v1alpha1.Explanation, wide bool) {
 	printGroups(w, e.Groups)
 	fmt.Fprintln(w)
 	printHints(w, e.Hints)
+	printShadows(w, e.Shadows)
 	if e.NodesHidden {
 		fmt.Fprintln(w, "Node names, per-node verdicts and scores are hidden: you may not list nodes.")
 		return

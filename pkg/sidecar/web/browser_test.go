@@ -2,11 +2,14 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,5 +307,103 @@ func TestClustersOnTheHomePageInChromium(t *testing.T) {
 	pending = pendingTable.FindString(webtest.DumpDOM(t, srv.URL+"/#/?cluster=west"))
 	if !strings.Contains(pending, `data-cluster="west"`) || strings.Contains(pending, `data-cluster="east"`) {
 		t.Errorf("the pending table filtered to west:\n%s", pending)
+	}
+}
+
+// shadowsAPI answers shop/web's attempts and explain endpoints with an
+// attempt that has two shadow runs, and with ?shadow=schedscope-binpack the
+// explanation of that shadow's run, as the API's v1alpha1 answers them. It
+// returns the handler and the shadow parameters of the explain requests.
+func shadowsAPI(t *testing.T) (http.Handler, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var shadows []string
+	total := func(n int64) *int64 { return &n }
+	explanation := func(profile, chosen string, runs []v1alpha1.ShadowRun) *v1alpha1.Explanation {
+		return &v1alpha1.Explanation{
+			Pod: v1alpha1.PodRef{Namespace: "shop", Name: "web", UID: "uid-web"}, Profile: profile, Attempt: 1, Seq: 1,
+			Result: v1alpha1.ResultScheduled, SelectedNode: chosen, Timing: v1alpha1.Timing{Finished: recordtest.Base},
+			Nodes:         v1alpha1.NodeCounts{Total: 2, Evaluated: 2, Feasible: 2},
+			FilterPlugins: []string{}, ScorePlugins: []v1alpha1.ScorePlugin{},
+			Groups:    []v1alpha1.Group{{Index: 0, Verdict: v1alpha1.VerdictPassed, Nodes: 2, HasChosen: true}},
+			Rows:      []v1alpha1.NodeRow{{Node: chosen, Chosen: true, Verdict: v1alpha1.VerdictPassed, Rank: 1, Total: total(240)}},
+			TotalRows: 1, Limit: 50, Shadows: runs,
+		}
+	}
+	live := explanation("default-scheduler", "big-2", []v1alpha1.ShadowRun{
+		{Shadow: "schedscope-binpack", Outcome: v1alpha1.ShadowOtherNode, SelectedNode: "big-1", LiveNodeRank: 2, LiveNodeScore: total(180),
+			ShadowNodeLiveScore: total(40), Plugins: []string{"NodeResourcesFit", "ImageLocality"}},
+		{Shadow: "tight", Outcome: v1alpha1.ShadowOnlyLiveFits, Message: "0/2 nodes are available: 2 Insufficient cpu.", Plugins: []string{"NodeResourcesFit"},
+			PostFilter: []v1alpha1.ShadowPostFilter{{Plugin: "DefaultPreemption", DryRun: true, Code: "Success", NominatedNode: "big-1",
+				Victims: []v1alpha1.PodRef{{Namespace: "shop", Name: "batch-1"}, {Namespace: "shop", Name: "batch-2"}}}}},
+	})
+	run := explanation("schedscope-binpack", "big-1", nil)
+	mux := http.NewServeMux()
+	write := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		if err := json.NewEncoder(w).Encode(v); err != nil {
+			t.Error(err)
+		}
+	}
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/shop/pods/web/attempts", func(w http.ResponseWriter, r *http.Request) {
+		write(w, &v1alpha1.AttemptList{Items: []v1alpha1.AttemptSummary{{Pod: live.Pod, Profile: live.Profile, Attempt: 1, Result: live.Result,
+			SelectedNode: live.SelectedNode, Finished: recordtest.Base}}})
+	})
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/shop/pods/web/explain", func(w http.ResponseWriter, r *http.Request) {
+		shadow := r.URL.Query().Get(v1alpha1.ParamShadow)
+		mu.Lock()
+		shadows = append(shadows, shadow)
+		mu.Unlock()
+		if shadow == "schedscope-binpack" {
+			write(w, run)
+			return
+		}
+		write(w, live)
+	})
+	return mux, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(shadows)
+	}
+}
+
+// TestShadowsInChromium: the attempt's page lists what each shadow would
+// have done, and each run's link loads the shadow's own run into the same
+// view, which links back to the live attempt.
+func TestShadowsInChromium(t *testing.T) {
+	answers, shadowsAsked := shadowsAPI(t)
+	mux := http.NewServeMux()
+	mux.Handle(v1alpha1.Prefix, answers)
+	mux.Handle("/", Handler(Config{}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	dom := webtest.DumpDOM(t, srv.URL+"/#/pods/shop/web")
+	table := regexp.MustCompile(`(?s)<table class="shadows">.*?</table>`).FindString(dom)
+	for _, want := range []string{
+		`data-shadow="schedscope-binpack"`, ">another node<", ">big-1 (live profile's score 40)<", ">2nd, score 180<", ">NodeResourcesFit, ImageLocality<",
+		`href="#/pods/shop/web?shadow=schedscope-binpack"`,
+		`data-shadow="tight"`, ">no node, where the live profile found one", "0/2 nodes are available: 2 Insufficient cpu.",
+		">DefaultPreemption: would preempt 2 pods on node big-1<",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the Shadows table lacks %s:\n%s", want, table)
+		}
+	}
+
+	dom = webtest.DumpDOM(t, srv.URL+"/#/pods/shop/web?shadow=schedscope-binpack")
+	for _, want := range []string{"Shadow schedscope-binpack's run of attempt 1 of shop/web", "(profile schedscope-binpack)", `class="live-attempt"`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the shadow's run lacks %s", want)
+		}
+	}
+	if chosen := webtest.Row(t, dom, "big-1"); !strings.Contains(chosen, `class="chosen"`) || !strings.Contains(chosen, ">240<") {
+		t.Errorf("the shadow's run does not show its chosen node big-1 with 240:\n%s", chosen)
+	}
+	if strings.Contains(dom, `class="shadows"`) {
+		t.Errorf("the shadow's run shows a Shadows table")
+	}
+	if shadows := shadowsAsked(); !slices.Contains(shadows, "") || !slices.Contains(shadows, "schedscope-binpack") {
+		t.Errorf("explain was asked for shadows %q, want the live attempt and schedscope-binpack", shadows)
 	}
 }

@@ -314,6 +314,7 @@ function hrefFor(state, change) {
   if (s.group !== undefined && s.group !== null && s.group >= 0) q.set('group', s.group);
   if (s.offset) q.set('offset', s.offset);
   if (s.cluster) q.set('cluster', s.cluster);
+  if (s.shadow) q.set('shadow', s.shadow);
   return '#/pods/' + encodeURIComponent(s.ns) + '/' + encodeURIComponent(s.name) + '?' + q.toString();
 }
 
@@ -365,6 +366,7 @@ function whyForm(state) {
     const q = new URLSearchParams({ node: input.value });
     if (state.cluster) q.set('cluster', state.cluster);
     if (state.attempt) q.set('attempt', state.attempt);
+    if (state.shadow) q.set('shadow', state.shadow);
     try {
       const ans = await api(podBase(state) + '/explain?' + q.toString());
       fill(out, el('p', { class: 'why-answer', text: ans.why }));
@@ -384,6 +386,51 @@ function hintsList(e) {
       el('span', { class: 'hint-plugins', text: h.plugins.join(', ') }), ' ', el('span', { class: 'hint-message', text: h.message }))))];
 }
 
+// ordinal writes n as 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st.
+function ordinal(n) {
+  const suffix = n % 100 >= 11 && n % 100 <= 13 ? 'th' : { 1: 'st', 2: 'nd', 3: 'rd' }[n % 10] || 'th';
+  return n + suffix;
+}
+
+// shadowOutcomes say a shadow run's outcome in the words of kubectl
+// schedscope explain.
+const shadowOutcomes = {
+  sameNode: 'same node',
+  otherNode: 'another node',
+  onlyLiveFits: 'no node, where the live profile found one',
+  onlyShadowFits: 'a node, where the live profile found none',
+  neither: 'no node, as the live profile',
+};
+
+// postFilterText says a PostFilter plugin's answer in a shadow's run, in
+// the words of kubectl schedscope explain.
+function postFilterText(pf) {
+  const victims = (pf.victims || []).length;
+  if (!pf.dryRun) return 'not asked' + (pf.message ? ': ' + pf.message : '');
+  if (pf.code === 'Success' && victims) return 'would preempt ' + victims + (victims === 1 ? ' pod' : ' pods') + (pf.nominatedNode ? ' on node ' + pf.nominatedNode : '');
+  if (pf.code === 'Success') return 'preemption would help' + (pf.nominatedNode ? ' on node ' + pf.nominatedNode : '');
+  return 'preemption would not help' + (pf.message ? ': ' + pf.message : '');
+}
+
+// shadowsTable shows what each shadow profile would have done in the
+// attempt, each with a link that explains the shadow's own run. Node
+// names, ranks and scores show only when the answer has them.
+function shadowsTable(e, state) {
+  if (!e.shadows || e.shadows.length === 0) return [];
+  return [el('h2', { text: 'Shadows' }),
+    el('table', { class: 'shadows' },
+      el('thead', {}, el('tr', {}, ['Shadow', 'Outcome', "Shadow's node", 'Live node under the shadow', 'Behind the difference', 'PostFilter', ''].map(h => el('th', { text: h })))),
+      el('tbody', {}, e.shadows.map(r => el('tr', { class: 'shadow-' + r.outcome, 'data-shadow': r.shadow },
+        el('td', { text: r.shadow }),
+        el('td', {}, r.outcome === 'notCompared' ? 'not compared: ' + r.notComparedReason : shadowOutcomes[r.outcome] || r.outcome,
+          r.message ? el('div', { class: 'plugin-detail', text: r.message }) : null),
+        el('td', { text: (r.selectedNode || '-') + (r.shadowNodeLiveScore !== undefined ? ' (live profile\'s score ' + r.shadowNodeLiveScore + ')' : '') }),
+        el('td', { text: r.liveNodeRank ? ordinal(r.liveNodeRank) + (r.liveNodeScore !== undefined ? ', score ' + r.liveNodeScore : '') : '-' }),
+        el('td', { text: (r.plugins || []).join(', ') || '-' }),
+        el('td', {}, (r.postFilter || []).length ? el('ul', { class: 'postfilter' }, r.postFilter.map(pf => el('li', { text: pf.plugin + ': ' + postFilterText(pf) }))) : '-'),
+        el('td', {}, el('a', { class: 'shadow-run', href: hrefFor(state, { shadow: r.shadow, group: -1, offset: 0 }), text: 'explain its run' }))))))];
+}
+
 function podBase(state) {
   return 'apis/schedscope.io/v1alpha1/namespaces/' + encodeURIComponent(state.ns) + '/pods/' + encodeURIComponent(state.name);
 }
@@ -393,15 +440,19 @@ async function renderPod(main, state) {
   if (state.attempt) q.set('attempt', state.attempt);
   if (state.group >= 0) q.set('group', state.group);
   if (state.cluster) q.set('cluster', state.cluster);
+  if (state.shadow) q.set('shadow', state.shadow);
   const c = state.cluster ? '&cluster=' + encodeURIComponent(state.cluster) : '';
   const [attempts, e] = await Promise.all([
     api(podBase(state) + '/attempts?limit=100' + c),
     api(podBase(state) + '/explain?' + q.toString())]);
   fill(main,
-    el('p', {}, el('a', { href: '#/', text: '← all pods' })),
-    el('h2', { text: 'Attempt ' + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name + (e.cluster ? ' in cluster ' + e.cluster : '') }),
+    el('p', {}, el('a', { href: '#/', text: '← all pods' }),
+      state.shadow ? [' ', el('a', { class: 'live-attempt', href: hrefFor(state, { shadow: '', group: -1, offset: 0 }), text: '← the live attempt' })] : null),
+    el('h2', { text: (state.shadow ? 'Shadow ' + state.shadow + "'s run of attempt " : 'Attempt ') + e.attempt + ' of ' + e.pod.namespace + '/' + e.pod.name +
+      (e.cluster ? ' in cluster ' + e.cluster : '') }),
     summary(e),
     ...hintsList(e),
+    ...shadowsTable(e, state),
     el('h2', { text: 'Attempts' }), timeline(attempts.items, e.attempt, e.pod),
     el('h2', { text: 'Extension points' }), points(e),
     el('h2', { text: 'Nodes by verdict' }), groupsTable(e, state),
@@ -421,7 +472,7 @@ function parseRoute() {
   if (parts[0] === 'pods' && parts.length === 3) {
     const q = new URLSearchParams(query || '');
     return { view: 'pod', ns: parts[1], name: parts[2], cluster: q.get('cluster') || '', attempt: Number(q.get('attempt')) || 0,
-      group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0 };
+      group: q.has('group') ? Number(q.get('group')) : -1, offset: Number(q.get('offset')) || 0, shadow: q.get('shadow') || '' };
   }
   const q = new URLSearchParams(query || '');
   return { view: 'home', ns: q.get('ns') || '', cluster: q.get('cluster') || '', q: q.get('q') || '', result: q.get('result') || '',
