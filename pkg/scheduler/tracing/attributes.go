@@ -2,8 +2,9 @@ package tracing
 
 import "go.opentelemetry.io/otel/attribute"
 
-// Span names. They form a closed set: the attempt, its three phases and the
-// scheduling framework's extension points (record.Filter, record.Bind, ...).
+// Span names. They form a closed set: the attempt, its three phases, the
+// scheduling framework's extension points (record.Filter, record.Bind, ...)
+// and the shadow runs.
 const (
 	// SpanAttempt is the root span of an attempt, from the time the pod was
 	// queued to the end of the attempt.
@@ -14,6 +15,9 @@ const (
 	SpanSchedulingCycle = "SchedulingCycle"
 	// SpanBindingCycle is the asynchronous cycle, WaitOnPermit to PostBind.
 	SpanBindingCycle = "BindingCycle"
+	// SpanShadowRun is one shadow profile's run within the scheduling
+	// cycle (record.ShadowRun).
+	SpanShadowRun = "ShadowRun"
 	// spanOtherPoint names the span of an extension point this package does
 	// not know, so that span names stay a closed set.
 	spanOtherPoint = "ExtensionPoint"
@@ -105,6 +109,16 @@ const (
 	// CallerKey, true on a link, marks the link to the span of the pod's
 	// TraceparentAnnotation.
 	CallerKey = attribute.Key("schedscope.caller")
+
+	// ShadowProfileKey is the shadow profile of a shadow run.
+	ShadowProfileKey = attribute.Key("schedscope.shadow.profile")
+	// ShadowOutcomeKey compares a shadow run's choice with the live
+	// attempt's (record.ShadowOutcome).
+	ShadowOutcomeKey = attribute.Key("schedscope.shadow.outcome")
+	// ShadowNodeKey is the node a shadow run chose, when it chose one.
+	ShadowNodeKey = attribute.Key("schedscope.shadow.node")
+	// ShadowNotComparedReasonKey says why a shadow run was not compared.
+	ShadowNotComparedReasonKey = attribute.Key("schedscope.shadow.not_compared_reason")
 )
 
 // Bounds on per-node detail, so that a trace stays small on large clusters.

@@ -158,3 +158,32 @@ func bindFailureRecord(name, uid string) *record.Attempt {
 	rec.Plugins[len(rec.Plugins)-1].Code = "Error"
 	return rec
 }
+
+// shadowedRecord is scheduledRecord with two shadow runs between the live
+// Score and Reserve: binpack chose node-1 (0.2ms), and spread found no
+// node while the snapshot changed (0.1ms), so it was not compared.
+func shadowedRecord(name, uid string) *record.Attempt {
+	rec := scheduledRecord(name, uid)
+	rec.Points[4] = point(record.Reserve, ms(7.6), ms(0.1), "Success")
+	rec.Points[5] = point(record.Permit, ms(7.7), ms(0.1), "Success")
+	rec.Shadows = []record.ShadowRun{
+		{
+			Profile: "binpack",
+			Outcome: record.ShadowOtherNode,
+			Attempt: &record.Attempt{
+				Pod: rec.Pod, Profile: "binpack", Attempt: 1, Result: record.ResultScheduled, SelectedNode: "node-1",
+				Timing: record.Timing{Queued: at(0), Started: at(ms(7.3)), Finished: at(ms(7.5)), SchedulingCycle: ms(0.2)},
+			},
+		},
+		{
+			Profile:           "spread",
+			Outcome:           record.ShadowNotCompared,
+			NotComparedReason: record.NotComparedSnapshotChanged,
+			Attempt: &record.Attempt{
+				Pod: rec.Pod, Profile: "spread", Attempt: 1, Result: record.ResultUnschedulable,
+				Timing: record.Timing{Queued: at(0), Started: at(ms(7.5)), Finished: at(ms(7.6)), SchedulingCycle: ms(0.1)},
+			},
+		},
+	}
+	return rec
+}

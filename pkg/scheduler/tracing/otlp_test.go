@@ -109,10 +109,12 @@ func TestOTLPReceiver(t *testing.T) {
 	scheduledID := tr.Trace(podOf(scheduled, nil), scheduled)
 	unschedulable := unschedulableRecord("web-2", "uid-2")
 	unschedulableID := tr.Trace(podOf(unschedulable, nil), unschedulable)
+	shadowed := shadowedRecord("web-3", "uid-3")
+	shadowedID := tr.Trace(podOf(shadowed, nil), shadowed)
 	if err := tr.ForceFlush(ctx); err != nil {
 		t.Fatalf("ForceFlush: %v", err)
 	}
-	wantSpans := len(scheduledTree) + len(unschedulableTree)
+	wantSpans := len(scheduledTree) + len(unschedulableTree) + len(shadowedTree)
 	var spans []*tracepb.Span
 	var resource []*commonpb.KeyValue
 	var scopes []string
@@ -152,6 +154,9 @@ func TestOTLPReceiver(t *testing.T) {
 		pod, traceID string
 		wantTree     []string
 		wantRoot     map[string]any
+		// wantShadowRuns are the attributes of the ShadowRun spans, in
+		// start order.
+		wantShadowRuns []map[string]any
 	}{
 		{
 			pod: "web-1", traceID: scheduledID, wantTree: scheduledTree,
@@ -162,10 +167,35 @@ func TestOTLPReceiver(t *testing.T) {
 			wantRoot: map[string]any{"k8s.pod.name": "web-2", "schedscope.result": "unschedulable",
 				"schedscope.rejections": []string{"TaintToleration=3", "NodeResourcesFit=2"}},
 		},
+		{
+			pod: "web-3", traceID: shadowedID, wantTree: shadowedTree,
+			wantRoot: map[string]any{"k8s.pod.name": "web-3", "k8s.node.name": "node-2", "schedscope.result": "scheduled"},
+			wantShadowRuns: []map[string]any{
+				{"schedscope.shadow.profile": "binpack", "schedscope.shadow.outcome": "otherNode", "schedscope.shadow.node": "node-1"},
+				{"schedscope.shadow.profile": "spread", "schedscope.shadow.outcome": "notCompared",
+					"schedscope.shadow.not_compared_reason": "the cluster snapshot changed during the shadow's run"},
+			},
+		},
 	} {
 		got := byTrace[tc.traceID]
 		if diff := cmp.Diff(tc.wantTree, otlpTree(got)); diff != "" {
 			t.Errorf("pod %s: received spans (-want +got):\n%s", tc.pod, diff)
+		}
+		var shadowRuns []*tracepb.Span
+		for _, s := range got {
+			if s.GetName() == tracing.SpanShadowRun {
+				shadowRuns = append(shadowRuns, s)
+			}
+		}
+		slices.SortStableFunc(shadowRuns, func(a, b *tracepb.Span) int {
+			return time.Unix(0, int64(a.GetStartTimeUnixNano())).Compare(time.Unix(0, int64(b.GetStartTimeUnixNano())))
+		})
+		var gotShadowRuns []map[string]any
+		for _, s := range shadowRuns {
+			gotShadowRuns = append(gotShadowRuns, otlpAttrs(s.GetAttributes()))
+		}
+		if diff := cmp.Diff(tc.wantShadowRuns, gotShadowRuns); diff != "" {
+			t.Errorf("pod %s: ShadowRun spans' attributes (-want +got):\n%s", tc.pod, diff)
 		}
 		for _, s := range got {
 			if s.GetName() != tracing.SpanAttempt {

@@ -104,6 +104,11 @@ func buildTrace(ctx context.Context, tracer trace.Tracer, rec *record.Attempt, l
 		}
 		span.End(trace.WithTimestamp(pEnd))
 	}
+	for _, sr := range rec.Shadows {
+		if sEnd := shadowSpan(schedCtx, tracer, sr, schedEnd); tm.SchedulingCycle == 0 && sEnd.After(schedEnd) {
+			schedEnd = sEnd
+		}
+	}
 	// Without a Filter or Score span, the detail goes on the cycle.
 	if !seen[record.Filter] {
 		addVerdictEvents(schedSpan, rec.Filter, schedEnd)
@@ -222,6 +227,34 @@ func pointSpan(ctx context.Context, tracer trace.Tracer, p record.PointRun) trac
 		span.SetStatus(codes.Error, cut(desc))
 	}
 	return span
+}
+
+// shadowSpan creates and ends the span of one shadow run, over the time
+// its own attempt took; a run without its attempt's times gets an empty
+// span at cycleEnd. It returns the span's end.
+func shadowSpan(ctx context.Context, tracer trace.Tracer, sr record.ShadowRun, cycleEnd time.Time) time.Time {
+	start, end := cycleEnd, cycleEnd
+	attrs := []attribute.KeyValue{
+		stringAttr(ShadowProfileKey, sr.Profile),
+		stringAttr(ShadowOutcomeKey, string(sr.Outcome)),
+	}
+	if a := sr.Attempt; a != nil {
+		if !a.Timing.Started.IsZero() {
+			start, end = a.Timing.Started, a.Timing.Finished
+			if end.Before(start) {
+				end = start
+			}
+		}
+		if a.SelectedNode != "" {
+			attrs = append(attrs, stringAttr(ShadowNodeKey, a.SelectedNode))
+		}
+	}
+	if sr.NotComparedReason != "" {
+		attrs = append(attrs, stringAttr(ShadowNotComparedReasonKey, sr.NotComparedReason))
+	}
+	_, span := tracer.Start(ctx, SpanShadowRun, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	span.End(trace.WithTimestamp(end))
+	return end
 }
 
 // addPluginEvents records each plugin's total time at a point.

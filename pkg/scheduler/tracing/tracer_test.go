@@ -160,6 +160,25 @@ var scheduledTree = []string{
 	binding + "/PostBind",
 }
 
+var shadowedTree = []string{
+	attempt,
+	attempt + "/QueueWait",
+	cycle,
+	cycle + "/PreFilter",
+	cycle + "/Filter",
+	cycle + "/PreScore",
+	cycle + "/Score",
+	cycle + "/ShadowRun",
+	cycle + "/ShadowRun",
+	cycle + "/Reserve",
+	cycle + "/Permit",
+	binding,
+	binding + "/WaitOnPermit",
+	binding + "/PreBind",
+	binding + "/Bind",
+	binding + "/PostBind",
+}
+
 var unschedulableTree = []string{
 	attempt,
 	attempt + "/QueueWait",
@@ -275,6 +294,19 @@ func TestTraceSpans(t *testing.T) {
 				"WaitOnPermit": 1500 * time.Millisecond,
 				"BindingCycle": 1500*time.Millisecond + ms(3.99),
 			},
+		},
+		{
+			name:     "shadowed: a span per shadow run, within the scheduling cycle",
+			rec:      shadowedRecord("web-6", "uid-6"),
+			wantTree: shadowedTree,
+			wantRoot: map[attribute.Key]any{
+				tracing.ResultKey: "scheduled",
+				"k8s.node.name":   "node-2",
+			},
+			wantRootStatus: codes.Unset,
+			wantStatus:     map[string]codes.Code{"ShadowRun": codes.Unset},
+			wantEvents:     map[string][]string{"ShadowRun": nil, "SchedulingCycle": nil},
+			wantDuration:   map[string]time.Duration{"ShadowRun": ms(0.2), "SchedulingCycle": ms(3)},
 		},
 		{
 			name:     "bind failure",
@@ -401,6 +433,30 @@ func TestTraceDetail(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantScore, scoreEvents); diff != "" {
 		t.Errorf("Score events (-want +got):\n%s", diff)
+	}
+}
+
+// TestTraceShadowRunWithoutAttempt checks that a shadow run whose record
+// holds no attempt of its own gets an empty span at the end of the
+// scheduling cycle, with its profile and outcome.
+func TestTraceShadowRunWithoutAttempt(t *testing.T) {
+	tr, sr := newRecordingTracer(t, 1_000_000, 0)
+	rec := shadowedRecord("web", "uid")
+	rec.Shadows = []record.ShadowRun{{Profile: "binpack", Outcome: record.ShadowNotCompared, NotComparedReason: record.NotComparedLiveError}}
+	tr.Trace(podOf(rec, nil), rec)
+	assertAllEnded(t, sr)
+	s := spanNamed(t, sr.Ended(), tracing.SpanShadowRun)
+	cycleEnd := rec.Timing.Started.Add(rec.Timing.SchedulingCycle)
+	if !s.StartTime().Equal(cycleEnd) || !s.EndTime().Equal(cycleEnd) {
+		t.Errorf("span %s [%v, %v], want empty at the cycle's end %v", s.Name(), s.StartTime(), s.EndTime(), cycleEnd)
+	}
+	want := map[attribute.Key]any{
+		tracing.ShadowProfileKey:           "binpack",
+		tracing.ShadowOutcomeKey:           "notCompared",
+		tracing.ShadowNotComparedReasonKey: "the live attempt ended in an error",
+	}
+	if diff := cmp.Diff(want, attrs(s.Attributes())); diff != "" {
+		t.Errorf("span %s attributes (-want +got):\n%s", s.Name(), diff)
 	}
 }
 
