@@ -61,6 +61,19 @@ func TestInvalidValues(t *testing.T) {
 		{"scratch size not a quantity", []string{"scheduler.tmpSizeLimit=64 MB"}, "at '/scheduler/tmpSizeLimit'"},
 		{"API source not a CIDR", []string{"networkPolicy.apiServer.cidrs={10.0.0.1}"}, "at '/networkPolicy/apiServer/cidrs/0'"},
 		{"misspelt metrics source", []string{"networkPolicy.metrics.from[0].namespaceSelectr.matchLabels.a=b"}, "at '/networkPolicy/metrics/from/0': additional properties 'namespaceSelectr' not allowed"},
+		{"shadow naming no profile", []string{"scheduler.shadows[0].profile=binpack-candidate", "scheduler.shadows[0].of=schedscope"}, `scheduler.shadows: shadow profile "binpack-candidate": no profile of scheduler.config has that schedulerName (its profiles: schedscope, schedscope-binpack)`},
+		{"shadow of no profile", []string{"scheduler.shadows[0].profile=schedscope-binpack", "scheduler.shadows[0].of=default-scheduler"}, `scheduler.shadows: shadow profile "schedscope-binpack": its live profile "default-scheduler" is not a profile of scheduler.config`},
+		{"shadow of itself", []string{"scheduler.shadows[0].profile=schedscope", "scheduler.shadows[0].of=schedscope"}, `scheduler.shadows: shadow profile "schedscope": shadows itself`},
+		{"shadow declared twice", []string{
+			"scheduler.shadows[0].profile=schedscope-binpack", "scheduler.shadows[0].of=schedscope",
+			"scheduler.shadows[1].profile=schedscope-binpack", "scheduler.shadows[1].of=schedscope",
+		}, `scheduler.shadows: shadow profile "schedscope-binpack": declared more than once`},
+		{"shadow of a shadow", []string{
+			"scheduler.shadows[0].profile=schedscope-binpack", "scheduler.shadows[0].of=schedscope",
+			"scheduler.shadows[1].profile=schedscope", "scheduler.shadows[1].of=schedscope-binpack",
+		}, `scheduler.shadows: shadow profile "schedscope-binpack": its live profile "schedscope" is itself a shadow`},
+		{"shadow without its live profile", []string{"scheduler.shadows[0].profile=schedscope-binpack"}, "at '/scheduler/shadows/0': missing property 'of'"},
+		{"shadows sampled every 0th attempt", []string{"scheduler.shadowSampleEvery=0"}, "at '/scheduler/shadowSampleEvery'"},
 		{"ServiceMonitor without the sidecar's CA", []string{"apiService.enabled=false", "apiService.certificate.source=secret", "apiService.certificate.secretName=x", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled with apiService.certificate.source secret needs apiService.certificate.caBundle"},
 	}
 	for _, tt := range tests {
@@ -307,6 +320,32 @@ func TestValues(t *testing.T) {
 			},
 		},
 		{
+			name: "no shadows: no shadow flags",
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if got := shadowArgs(t, objs); got != nil {
+					t.Errorf("the scheduler's shadow flags %v, want none", got)
+				}
+			},
+		},
+		{
+			name: "shadows: a --shadow-profile each, in order, and --shadow-sample-every",
+			set: []string{
+				// --set replaces the whole list of profiles.
+				"scheduler.config.profiles[0].schedulerName=schedscope",
+				"scheduler.config.profiles[1].schedulerName=schedscope-binpack",
+				"scheduler.config.profiles[2].schedulerName=schedscope-spread",
+				"scheduler.shadows[0].profile=schedscope-binpack", "scheduler.shadows[0].of=schedscope",
+				"scheduler.shadows[1].profile=schedscope-spread", "scheduler.shadows[1].of=schedscope",
+				"scheduler.shadowSampleEvery=10",
+			},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				want := []string{"--shadow-profile=schedscope-binpack=schedscope", "--shadow-profile=schedscope-spread=schedscope", "--shadow-sample-every=10"}
+				if diff := cmp.Diff(want, shadowArgs(t, objs)); diff != "" {
+					t.Errorf("the scheduler's shadow flags (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
 			name:  "retention: the defaults' bounds agree, and 0 is no bound",
 			check: sidecarAcceptsRetention("--retention-max-bytes=1073741824", "--retention-max-attempts=0", "--retention-max-attempts-per-namespace=50000"),
 		},
@@ -321,6 +360,18 @@ func TestValues(t *testing.T) {
 			tt.check(t, render(t, "schedscope", tt.set...))
 		})
 	}
+}
+
+// shadowArgs returns the scheduler's --shadow-* flags, in order.
+func shadowArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	var got []string
+	for _, arg := range slice(container(t, find(t, objs, "Deployment", "schedscope"), "scheduler"), "args") {
+		if arg := arg.(string); strings.HasPrefix(arg, "--shadow-") {
+			got = append(got, arg)
+		}
+	}
+	return got
 }
 
 // sidecarAcceptsRetention checks that the sidecar's retention flags are

@@ -176,4 +176,35 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.serviceMonitor.enabled (eq .Values.apiService.certificate.source "secret") (not .Values.apiService.certificate.caBundle) -}}
 {{- fail "serviceMonitor.enabled with apiService.certificate.source secret needs apiService.certificate.caBundle, the CA Prometheus verifies the sidecar with" -}}
 {{- end -}}
+{{- include "schedscope.validateShadows" . -}}
+{{- end }}
+
+{{/* Fails on a shadow the scheduler would refuse at start (as
+observe.CheckShadows does), naming it: one whose profile or live profile is
+not a profile of scheduler.config, one that shadows itself, one declared
+twice, one whose live profile is itself a shadow. */}}
+{{- define "schedscope.validateShadows" -}}
+{{- $profiles := list -}}
+{{- range .Values.scheduler.config.profiles -}}
+{{- $profiles = append $profiles .schedulerName -}}
+{{- end -}}
+{{- $shadows := list -}}
+{{- range .Values.scheduler.shadows -}}
+{{- $shadows = append $shadows .profile -}}
+{{- end -}}
+{{- $seen := list -}}
+{{- range .Values.scheduler.shadows -}}
+{{- if has .profile $seen -}}
+{{- fail (printf "scheduler.shadows: shadow profile %q: declared more than once" .profile) -}}
+{{- else if eq .profile .of -}}
+{{- fail (printf "scheduler.shadows: shadow profile %q: shadows itself" .profile) -}}
+{{- else if not (has .profile $profiles) -}}
+{{- fail (printf "scheduler.shadows: shadow profile %q: no profile of scheduler.config has that schedulerName (its profiles: %s)" .profile (join ", " $profiles)) -}}
+{{- else if not (has .of $profiles) -}}
+{{- fail (printf "scheduler.shadows: shadow profile %q: its live profile %q is not a profile of scheduler.config (its profiles: %s)" .profile .of (join ", " $profiles)) -}}
+{{- else if has .of $shadows -}}
+{{- fail (printf "scheduler.shadows: shadow profile %q: its live profile %q is itself a shadow" .profile .of) -}}
+{{- end -}}
+{{- $seen = append $seen .profile -}}
+{{- end -}}
 {{- end }}
