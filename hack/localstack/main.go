@@ -1,13 +1,13 @@
 // Command localstack runs schedscope on this machine with nothing but the
 // binaries in bin/: etcd, kube-apiserver, schedscope-scheduler with the
-// profiles of config/scheduler-two-profiles.yaml, the sidecar, and Jaeger
-// when bin/jaeger exists, all on 127.0.0.1. As the chart does, it
-// registers the sidecar's explain API with the kube-apiserver (the
-// APIService v1alpha1.schedscope.io), so that kubectl schedscope works with
-// the stack's kubeconfig. It registers a demo cluster of Node objects,
-// submits a demo workload that exercises every kind of scheduling
-// constraint, and prints where to look. Ctrl-C stops everything it
-// started.
+// profiles of config/scheduler-two-profiles.yaml (the bin-packing profile
+// a shadow of the other), the sidecar, and Jaeger when bin/jaeger exists,
+// all on 127.0.0.1. As the chart does, it registers the sidecar's explain
+// API with the kube-apiserver (the APIService v1alpha1.schedscope.io), so
+// that kubectl schedscope works with the stack's kubeconfig. It registers
+// a demo cluster of Node objects, submits a demo workload that exercises
+// every kind of scheduling constraint, and prints where to look. Ctrl-C
+// stops everything it started.
 //
 //	go run ./hack/localstack          # `make run`
 //	go run ./hack/localstack -smoke   # run the demo, check every outcome, stop

@@ -33,8 +33,8 @@ type explanation struct {
 // sidecar; through the kube-apiserver, as the banner tells users, the
 // explain API's discovery, the kubectl plugin's answer for the
 // unschedulable pod and the web page `kubectl schedscope ui` serves; the
-// sidecar's own page; both metrics endpoints; and the unschedulable pod's
-// trace in Jaeger.
+// sidecar's own page; both metrics endpoints, the scheduler's counting the
+// bin-packing shadow's runs; and the unschedulable pod's trace in Jaeger.
 func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	done := s.step("checking the sidecar's explanation of every demo pod")
 	explained := map[string]explanation{}
@@ -111,7 +111,8 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	}
 	for _, m := range []struct{ url, metric string }{
 		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope",result="unschedulable"}`},
-		{s.sched.MetricsURL, `schedscope_attempts_total{profile="schedscope-binpack",result="scheduled"}`},
+		// The shadow found no node for the unschedulable pod either.
+		{s.sched.MetricsURL, `schedscope_shadow_attempts_total{outcome="neither",profile="schedscope",shadow="schedscope-binpack"}`},
 		{s.sidecar.URL + "/metrics", "schedscope_follower_records_received_total"},
 	} {
 		body, err := framework.GetWithToken(m.url)
@@ -270,15 +271,21 @@ func (s *stack) printWhereToLook() {
 	fmt.Fprintf(w, "schedscope is running (started in %.1fs). The kube-apiserver serves the sidecar's\n", time.Since(s.began).Seconds())
 	fmt.Fprintf(w, "explain API (APIService %s), as in a cluster. In another shell:\n\n", framework.APIServiceName)
 	fmt.Fprintf(w, "  export KUBECONFIG=%s PATH=%s:$PATH\n\n", s.cp.Kubeconfig, framework.BinDir())
-	for _, c := range []struct{ command, what string }{
+	commands := []struct{ command, what string }{
 		{fmt.Sprintf("kubectl schedscope explain pod/%s -n %s", unschedulable, demoNamespace), "why is it pending?"},
 		{"kubectl schedscope pending -n " + demoNamespace, "the pending pods and why"},
+		{"kubectl schedscope shadow --shadow " + shadowBinpack + " -A", "where the bin-packing shadow would have put the pods"},
 		{"kubectl schedscope ui", fmt.Sprintf("the web page, at http://127.0.0.1:8001%s", v1alpha1.UIPath)},
 		{"kubectl get --raw " + strings.TrimSuffix(v1alpha1.Prefix, "/"), "the explain API's resources"},
 		{"kubectl get pods -n " + demoNamespace + " -o wide", ""},
-	} {
+	}
+	width := 0
+	for _, c := range commands {
+		width = max(width, len(c.command))
+	}
+	for _, c := range commands {
 		if c.what != "" {
-			c.command = fmt.Sprintf("%-48s # %s", c.command, c.what)
+			c.command = fmt.Sprintf("%-*s # %s", width+2, c.command, c.what)
 		}
 		fmt.Fprintf(w, "  %s\n", c.command)
 	}

@@ -203,7 +203,7 @@ func (s *stack) start(ctx context.Context) error {
 		done(s.jaegerQuery)
 	}
 
-	extra := []string{"--leader-elect=false", "--v=1"}
+	extra := []string{"--leader-elect=false", "--v=1", "--shadow-profile=" + shadowBinpack + "=" + profileDefault}
 	if s.jaeger != nil {
 		ok, err := schedulerHasFlag("--tracing-config-file")
 		if err != nil {
@@ -225,7 +225,7 @@ func (s *stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	done = s.step("starting schedscope-scheduler (config/scheduler-two-profiles.yaml)")
+	done = s.step("starting schedscope-scheduler (config/scheduler-two-profiles.yaml, " + shadowBinpack + " a shadow of " + profileDefault + ")")
 	s.sched, err = cp.StartScheduler(ctx, "schedscope-scheduler", "schedscope-scheduler", string(config), extra...)
 	if err != nil {
 		return fmt.Errorf("starting schedscope-scheduler: %w", err)
