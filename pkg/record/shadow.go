@@ -38,7 +38,8 @@ func (a *Attempt) ShadowDifferences(run *ShadowRun) []string {
 
 // rejectedBy returns the plugin that rejected node in a: the Filter plugin
 // of its rejected group, or, when Filter never ran on it, the first
-// PreFilter plugin that did not succeed. It returns "" when node passed.
+// PreFilter plugin that did not succeed or whose node subset left node
+// out. It returns "" when node passed.
 func (a *Attempt) rejectedBy(node string) string {
 	if node == "" {
 		return ""
@@ -54,6 +55,9 @@ func (a *Attempt) rejectedBy(node string) string {
 	}
 	for _, p := range a.PreFilter {
 		if p.Code != "" && p.Code != CodeSuccess && p.Code != CodeSkip {
+			return p.Plugin
+		}
+		if p.NodeNames != nil && !slices.Contains(p.NodeNames, node) {
 			return p.Plugin
 		}
 	}

@@ -106,6 +106,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 		defer factory.Shutdown()
 		apiConfig.StillPending = podcheck.StillPending(factory.Core().V1().Pods())
+		apiConfig.SchedulerName = podcheck.SchedulerName(factory.Core().V1().Pods())
 		apiConfig.Hints = hs.For
 	}
 	mux, err := o.handler(st, apiConfig, reg)

@@ -47,8 +47,9 @@ type Config struct {
 	// QueryTimeout is each request's deadline: a store query that runs
 	// past it is answered 503. 0 means DefaultQueryTimeout.
 	QueryTimeout time.Duration
-	// MaxRejectionsWindow bounds the window rejections are counted over;
-	// a longer one is answered 422. 0 means DefaultMaxRejectionsWindow.
+	// MaxRejectionsWindow bounds the window rejections and shadow runs are
+	// counted over; a longer one is answered 422. 0 means
+	// DefaultMaxRejectionsWindow.
 	MaxRejectionsWindow time.Duration
 	// StillPending, when set, reports whether a pod whose latest recorded
 	// attempt failed is still waiting: it exists and has no node. Pods for
@@ -69,6 +70,11 @@ type Config struct {
 	// attempt fit; showNodes is whether the caller may list nodes, and
 	// without it the hints name no node.
 	Hints func(a *record.Attempt, showNodes bool) []v1alpha1.Hint
+	// SchedulerName, when set, returns the spec.schedulerName of a pod of
+	// Cluster; ok is false when the pod is not known. A pod without
+	// attempts whose schedulerName names a shadow profile is explained
+	// as such.
+	SchedulerName func(namespace, name string) (schedulerName string, ok bool)
 }
 
 // The defaults of Config's limits.
@@ -136,6 +142,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/pending", h.pods(true))
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"rejections", h.rejections)
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/rejections", h.rejections)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"shadows/{shadow}", h.shadows)
+	mux.HandleFunc("GET "+v1alpha1.Prefix+"namespaces/{namespace}/shadows/{shadow}", h.shadows)
 	mux.HandleFunc("GET "+v1alpha1.Prefix+"status", h.status)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
@@ -320,11 +328,7 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := h.Store.Attempt(r.Context(), sel, p.Attempt)
 	if errors.Is(err, store.ErrNotFound) {
-		msg := fmt.Sprintf("no attempts recorded for %s", describe(sel))
-		if p.Attempt > 0 {
-			msg = fmt.Sprintf("no attempt %d recorded for %s", p.Attempt, describe(sel))
-		}
-		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, msg)
+		h.writeNoAttempt(w, r, sel, p.Attempt)
 		return
 	}
 	if err != nil {
@@ -332,6 +336,13 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := rec.Attempt
+	if p.Shadow != "" {
+		if a = shadowAttempt(a, p.Shadow); a == nil {
+			writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf(
+				"attempt %d of %s has no run of shadow profile %q", rec.Attempt.Attempt, describe(sel), p.Shadow))
+			return
+		}
+	}
 	if p.Node != "" {
 		ans, ok := explain.Node(a, p.Node)
 		if !ok {
@@ -349,13 +360,53 @@ func (h *handler) podExplain(w http.ResponseWriter, r *http.Request) {
 	}
 	e := explain.Explain(a, p.Options)
 	e.Cluster, e.Seq, e.TraceID = sel.Cluster, rec.Seq, rec.TraceID
-	if h.Hints != nil && sel.Cluster == h.Cluster {
+	if h.Hints != nil && sel.Cluster == h.Cluster && p.Shadow == "" {
 		e.Hints = h.Hints(a, mayListNodes)
 	}
 	if !mayListNodes {
-		e.NodesHidden, e.Rows, e.TotalRows, e.Margin = true, []v1alpha1.NodeRow{}, 0, nil
+		explain.HideNodes(e)
+		if p.Shadow != "" {
+			// A live attempt's node is the pod's own; a shadow's is not.
+			e.SelectedNode = ""
+		}
 	}
 	writeJSON(w, http.StatusOK, e)
+}
+
+// shadowAttempt returns the record of the run of shadow in the live
+// attempt a, nil when a has none.
+func shadowAttempt(a *record.Attempt, shadow string) *record.Attempt {
+	for _, run := range a.Shadows {
+		if run.Profile == shadow {
+			return run.Attempt
+		}
+	}
+	return nil
+}
+
+// writeNoAttempt answers 404 for an explanation of the pod of sel with no
+// attempt number (0: none at all) recorded. A pod of the sidecar's own
+// cluster whose schedulerName names a shadow profile is told why.
+func (h *handler) writeNoAttempt(w http.ResponseWriter, r *http.Request, sel store.PodSelector, number int) {
+	if number > 0 {
+		writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf("no attempt %d recorded for %s", number, describe(sel)))
+		return
+	}
+	msg := fmt.Sprintf("no attempts recorded for %s", describe(sel))
+	if h.SchedulerName != nil && sel.Name != "" && (sel.Cluster == "" || sel.Cluster == h.Cluster) {
+		if name, ok := h.SchedulerName(sel.Namespace, sel.Name); ok {
+			live, err := h.Store.ShadowOf(r.Context(), h.Cluster, name)
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			if live != "" {
+				msg = fmt.Sprintf("%s: its spec.schedulerName %q names a shadow profile of %q, and shadows never schedule pods; set spec.schedulerName to a live profile, such as %q",
+					msg, name, live, live)
+			}
+		}
+	}
+	writeError(w, http.StatusNotFound, metav1.StatusReasonNotFound, msg)
 }
 
 // listScope authorizes listing pods in the path's namespace, or at the
@@ -380,7 +431,7 @@ func (h *handler) listScope(w http.ResponseWriter, r *http.Request, u user.Info)
 	if !allow {
 		msg := forbiddenMessage(attrs)
 		if ns == "" {
-			msg += "; ask for one namespace: " + v1alpha1.Prefix + "namespaces/{namespace}/" + r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+			msg += "; ask for one namespace: " + v1alpha1.Prefix + "namespaces/{namespace}/" + strings.TrimPrefix(r.URL.Path, v1alpha1.Prefix)
 		}
 		writeError(w, http.StatusForbidden, metav1.StatusReasonForbidden, msg)
 		return nil, false
@@ -437,14 +488,7 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	until := rq.Until
-	if until.IsZero() {
-		until = now
-	}
-	if window := until.Sub(rq.Since); window > h.MaxRejectionsWindow {
-		writeError(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf(
-			"parameter %q: the window of %v is longer than %v, the longest the API counts rejections over: narrow it with %q and %q",
-			v1alpha1.ParamSince, window, h.MaxRejectionsWindow, v1alpha1.ParamSince, v1alpha1.ParamUntil))
+	if !h.windowFits(w, rq.Since, rq.Until, now, "rejections") {
 		return
 	}
 	if rq.By == v1alpha1.ByNode && !authorize(r.Context(), h.Authorizer, w, nodeListAttributes(u)) {
@@ -464,6 +508,47 @@ func (h *handler) rejections(w http.ResponseWriter, r *http.Request) {
 		list.Step = rq.Step.String()
 	}
 	writeJSON(w, http.StatusOK, list)
+}
+
+// windowFits checks that the window from since to until (zero: now) is
+// at most MaxRejectionsWindow; it has answered 422 when it is not.
+func (h *handler) windowFits(w http.ResponseWriter, since, until, now time.Time, what string) bool {
+	if until.IsZero() {
+		until = now
+	}
+	if window := until.Sub(since); window > h.MaxRejectionsWindow {
+		writeError(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf(
+			"parameter %q: the window of %v is longer than %v, the longest the API counts %s over: narrow it with %q and %q",
+			v1alpha1.ParamSince, window, h.MaxRejectionsWindow, what, v1alpha1.ParamSince, v1alpha1.ParamUntil))
+		return false
+	}
+	return true
+}
+
+// shadows answers the summary of a shadow profile's runs, to callers who
+// may list pods in the namespace asked for (in every namespace without
+// one), as rejections are.
+func (h *handler) shadows(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	now := h.Now()
+	sq, err := ParseShadowParams(r.URL.Query(), r.PathValue("shadow"), now)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !h.windowFits(w, sq.Since, sq.Until, now, "shadow runs") {
+		return
+	}
+	var ok bool
+	if sq.Namespaces, ok = h.listScope(w, r, u); !ok {
+		return
+	}
+	sum, err := h.Store.ShadowSummary(r.Context(), sq)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {

@@ -130,18 +130,26 @@ type ExplainParams struct {
 	// Cluster is the pod's cluster; empty means the cluster of its latest
 	// attempt.
 	Cluster string
+	// Shadow asks for this shadow profile's run of the attempt instead of
+	// the live attempt.
+	Shadow string
 	explain.Options
 }
 
 // ParseExplainParams parses the parameters of the explain endpoint.
 func ParseExplainParams(q url.Values) (ExplainParams, error) {
 	p := ExplainParams{}
-	if err := checkKnown(q, v1alpha1.ParamAttempt, v1alpha1.ParamNode, v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit, v1alpha1.ParamCluster); err != nil {
+	if err := checkKnown(q, v1alpha1.ParamAttempt, v1alpha1.ParamNode, v1alpha1.ParamGroup, v1alpha1.ParamOffset, v1alpha1.ParamLimit, v1alpha1.ParamCluster, v1alpha1.ParamShadow); err != nil {
 		return p, err
 	}
 	var err error
 	if p.Cluster, err = clusterParam(q); err != nil {
 		return p, err
+	}
+	if q.Has(v1alpha1.ParamShadow) {
+		if p.Shadow, err = shadowName(v1alpha1.ParamShadow, q.Get(v1alpha1.ParamShadow)); err != nil {
+			return p, err
+		}
 	}
 	if p.Attempt, err = intParam(q, v1alpha1.ParamAttempt, 0, 1, 1<<30); err != nil {
 		return p, err
@@ -190,17 +198,8 @@ func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, er
 	default:
 		return rq, paramErr(v1alpha1.ParamBy, by, "%q is not %q or %q", by, v1alpha1.ByPlugin, v1alpha1.ByNode)
 	}
-	if rq.Since, err = timeParam(q, v1alpha1.ParamSince, now, now.Add(-time.Hour)); err != nil {
+	if rq.Since, rq.Until, err = windowParams(q, now); err != nil {
 		return rq, err
-	}
-	if rq.Since.After(now) {
-		return rq, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "%s is in the future", rq.Since.Format(time.RFC3339))
-	}
-	if rq.Until, err = timeParam(q, v1alpha1.ParamUntil, now, time.Time{}); err != nil {
-		return rq, err
-	}
-	if !rq.Until.IsZero() && !rq.Since.Before(rq.Until) {
-		return rq, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "must be before %q (%s)", v1alpha1.ParamUntil, rq.Until.Format(time.RFC3339))
 	}
 	if rq.Limit, err = intParam(q, v1alpha1.ParamLimit, v1alpha1.DefaultLimit, 1, v1alpha1.MaxLimit); err != nil {
 		return rq, err
@@ -222,6 +221,53 @@ func ParseRejectionParams(q url.Values, now time.Time) (store.RejectionQuery, er
 		}
 	}
 	return rq, nil
+}
+
+// windowParams parses since and until: durations before now ("1h") or
+// RFC 3339 times; since defaults to one hour before now and must not be
+// after now, and until, when given, must be after since.
+func windowParams(q url.Values, now time.Time) (since, until time.Time, err error) {
+	if since, err = timeParam(q, v1alpha1.ParamSince, now, now.Add(-time.Hour)); err != nil {
+		return since, until, err
+	}
+	if since.After(now) {
+		return since, until, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "%s is in the future", since.Format(time.RFC3339))
+	}
+	if until, err = timeParam(q, v1alpha1.ParamUntil, now, time.Time{}); err != nil {
+		return since, until, err
+	}
+	if !until.IsZero() && !since.Before(until) {
+		return since, until, paramErr(v1alpha1.ParamSince, q.Get(v1alpha1.ParamSince), "must be before %q (%s)", v1alpha1.ParamUntil, until.Format(time.RFC3339))
+	}
+	return since, until, nil
+}
+
+// ParseShadowParams parses the parameters of the shadows endpoints, for
+// the shadow profile named shadow: since and until as the rejections
+// endpoint takes them, and cluster.
+func ParseShadowParams(q url.Values, shadow string, now time.Time) (store.ShadowQuery, error) {
+	sq := store.ShadowQuery{}
+	if err := checkKnown(q, v1alpha1.ParamSince, v1alpha1.ParamUntil, v1alpha1.ParamCluster); err != nil {
+		return sq, err
+	}
+	var err error
+	if sq.Shadow, err = shadowName("shadow", shadow); err != nil {
+		return sq, err
+	}
+	if sq.Cluster, err = clusterParam(q); err != nil {
+		return sq, err
+	}
+	sq.Since, sq.Until, err = windowParams(q, now)
+	return sq, err
+}
+
+// shadowName checks the name of a shadow profile given as param: a
+// schedulerName, which Kubernetes validates as a DNS-1123 subdomain.
+func shadowName(param, name string) (string, error) {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", paramErr(param, name, "%q is not a scheduler profile name: %s", name, strings.Join(errs, "; "))
+	}
+	return name, nil
 }
 
 func timeParam(q url.Values, name string, now, def time.Time) (time.Time, error) {

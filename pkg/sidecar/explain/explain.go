@@ -126,6 +126,7 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 		e.ScoringSkipped = a.Scores.SkippedReason
 		e.Margin = v1alpha1.ConvertMargin(a.Margin())
 	}
+	e.Shadows = v1alpha1.ConvertShadowRuns(a)
 	rows := l.rows
 	if opts.Group != AllGroups {
 		rows = nil
@@ -143,6 +144,17 @@ func Explain(a *record.Attempt, opts Options) *v1alpha1.Explanation {
 	}
 	e.Rows = append([]v1alpha1.NodeRow{}, rows[start:end]...)
 	return e
+}
+
+// HideNodes removes from e what a caller who may not list nodes must not
+// see: the rows, the margin, and the shadows' nodes, ranks, scores and
+// victims. What shows of the nodes is then the groups' counts and
+// reasons.
+func HideNodes(e *v1alpha1.Explanation) {
+	e.NodesHidden, e.Rows, e.TotalRows, e.Margin = true, []v1alpha1.NodeRow{}, 0, nil
+	for i := range e.Shadows {
+		e.Shadows[i].HideNodes()
+	}
 }
 
 // Node explains the fate of one node; ok is false when the node was not

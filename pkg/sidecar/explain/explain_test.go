@@ -157,3 +157,38 @@ func TestExplainShowsPluginDetails(t *testing.T) {
 		t.Errorf("why %q does not give the plugin's detail", ans.Why)
 	}
 }
+
+// TestExplainShadows: an explanation has the attempt's shadow runs, with
+// the plugins behind their differences, and HideNodes removes their nodes,
+// ranks, scores and victims with the rows and the margin.
+func TestExplainShadows(t *testing.T) {
+	a := scheduled()
+	score := int64(50)
+	a.Shadows = []record.ShadowRun{
+		{Profile: "binpack", Outcome: record.ShadowOtherNode, LiveNodeRank: 2, LiveNodeScore: &score, ShadowNodeLiveScore: &score,
+			Attempt: recordtest.MakeAttempt("ns", "p", "uid").Profile("binpack").Passed("a", "c").Rejected("NodeAffinity", "didn't match", "b").Scheduled("c").Obj()},
+		{Profile: "strict", Outcome: record.ShadowLiveOnly,
+			PostFilter: []record.ShadowPostFilter{{Plugin: "DefaultPreemption", DryRun: true, Code: record.CodeSuccess, NominatedNode: "a",
+				Victims: []record.PodRef{{Namespace: "ns", Name: "low", UID: "uid-low"}}}},
+			Attempt: recordtest.MakeAttempt("ns", "p", "uid").Profile("strict").Rejected("TaintToleration", "untolerated taint", "a", "b", "c").Unschedulable("0/3 nodes are available").Obj()},
+	}
+	e := Explain(a, Options{Group: AllGroups})
+	want := []v1alpha1.ShadowRun{
+		{Shadow: "binpack", Outcome: v1alpha1.ShadowOtherNode, Plugins: []string{"NodeAffinity"}, SelectedNode: "c", LiveNodeRank: 2, LiveNodeScore: &score, ShadowNodeLiveScore: &score},
+		{Shadow: "strict", Outcome: v1alpha1.ShadowOnlyLiveFits, Message: "0/3 nodes are available", Plugins: []string{"TaintToleration"},
+			PostFilter: []v1alpha1.ShadowPostFilter{{Plugin: "DefaultPreemption", DryRun: true, Code: record.CodeSuccess, NominatedNode: "a",
+				Victims: []v1alpha1.PodRef{{Namespace: "ns", Name: "low", UID: "uid-low"}}}}},
+	}
+	if diff := cmp.Diff(want, e.Shadows); diff != "" {
+		t.Errorf("shadows (-want +got):\n%s", diff)
+	}
+	HideNodes(e)
+	want[0].SelectedNode, want[0].LiveNodeRank, want[0].LiveNodeScore, want[0].ShadowNodeLiveScore = "", 0, nil, nil
+	want[1].PostFilter[0].NominatedNode, want[1].PostFilter[0].Victims = "", nil
+	if diff := cmp.Diff(want, e.Shadows); diff != "" {
+		t.Errorf("shadows with the nodes hidden (-want +got):\n%s", diff)
+	}
+	if !e.NodesHidden || len(e.Rows) != 0 || e.TotalRows != 0 || e.Margin != nil {
+		t.Errorf("hidden: NodesHidden %v, %d rows, total %d, margin %v; want no rows and no margin", e.NodesHidden, len(e.Rows), e.TotalRows, e.Margin)
+	}
+}

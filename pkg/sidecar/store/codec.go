@@ -86,6 +86,20 @@ type Row struct {
 	// Signature identifies an unschedulable outcome, for folding its
 	// repeats; nil for other results.
 	Signature []byte
+	// Shadows are the attempt's shadow runs, one per shadow profile.
+	Shadows []ShadowRow
+}
+
+// ShadowRow is one shadow profile's run in an attempt, as the shadow
+// summary counts it.
+type ShadowRow struct {
+	Shadow            string
+	Outcome           record.ShadowOutcome
+	NotComparedReason string
+	// Plugin is the plugin most behind the run's difference from the live
+	// attempt (the first of record.Attempt.ShadowDifferences); empty when
+	// none is.
+	Plugin string
 }
 
 // RejectionRow is one plugin's rejections in an attempt.
@@ -137,7 +151,22 @@ func encodeRow(cluster, epoch string, r stream.Record) (Row, error) {
 	for _, rj := range a.RejectionsByPlugin() {
 		rejected = append(rejected, RejectionRow{Plugin: rj.Plugin, Nodes: len(rj.Nodes), Names: compress([]byte(strings.Join(rj.Nodes, "\n")))})
 	}
-	return Row{Seq: r.Seq, Attempt: a, Summary: summary, Data: data, Finished: sum.Finished.UnixNano(), Rejected: rejected, Signature: sig}, nil
+	return Row{Seq: r.Seq, Attempt: a, Summary: summary, Data: data, Finished: sum.Finished.UnixNano(), Rejected: rejected, Signature: sig,
+		Shadows: shadowRows(a)}, nil
+}
+
+// shadowRows returns the rows of a's shadow runs.
+func shadowRows(a *record.Attempt) []ShadowRow {
+	var out []ShadowRow
+	for i := range a.Shadows {
+		run := &a.Shadows[i]
+		row := ShadowRow{Shadow: run.Profile, Outcome: run.Outcome, NotComparedReason: run.NotComparedReason}
+		if plugins := a.ShadowDifferences(run); len(plugins) > 0 {
+			row.Plugin = plugins[0]
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 // outcomeSignature identifies an unschedulable attempt's outcome: the

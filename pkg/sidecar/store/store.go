@@ -18,7 +18,7 @@ import (
 // SchemaVersion is the version of the stored schema this build writes.
 // Every store migrates databases of older versions to it, step by step
 // through the same history, and refuses newer ones.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // ErrNotFound is returned when no stored attempt matches a query.
 var ErrNotFound = errors.New("not found")
@@ -62,6 +62,13 @@ type Reader interface {
 	Namespaces(ctx context.Context) ([]string, error)
 	// Rejections counts Filter rejections by plugin or by node.
 	Rejections(ctx context.Context, q RejectionQuery) ([]v1alpha1.RejectionCount, error)
+	// ShadowSummary counts a shadow profile's runs by outcome, from the
+	// index of shadow runs the store writes with each attempt.
+	ShadowSummary(ctx context.Context, q ShadowQuery) (v1alpha1.ShadowSummary, error)
+	// ShadowOf returns the live profile that the shadow profile named
+	// shadow shadows in cluster, as its latest stored run says; "" when
+	// the store holds no run of it there.
+	ShadowOf(ctx context.Context, cluster, shadow string) (string, error)
 	// Stats describes the store's contents: the clusters it may read.
 	Stats(ctx context.Context) (v1alpha1.StoreStats, error)
 }
@@ -123,6 +130,18 @@ type RejectionQuery struct {
 	// Step, when positive, also counts each key in buckets of Step from
 	// Since to Until (both then required).
 	Step time.Duration
+}
+
+// ShadowQuery selects a shadow profile's runs.
+type ShadowQuery struct {
+	// Shadow is the shadow profile's schedulerName.
+	Shadow string
+	// Since and Until bound the attempts' finish time; zero means unbounded.
+	Since, Until time.Time
+	// Namespaces keeps the runs of these namespaces' pods; nil means all.
+	Namespaces []string
+	// Cluster keeps the runs of this cluster; empty means every cluster.
+	Cluster string
 }
 
 // Options configure a store.

@@ -77,3 +77,62 @@ func ConvertMargin(m *record.Margin) *Margin {
 	}
 	return out
 }
+
+// ConvertShadowOutcome converts a record's shadow outcome to the API's
+// name: liveOnly is onlyLiveFits and shadowOnly onlyShadowFits.
+func ConvertShadowOutcome(o record.ShadowOutcome) ShadowOutcome {
+	switch o {
+	case record.ShadowLiveOnly:
+		return ShadowOnlyLiveFits
+	case record.ShadowShadowOnly:
+		return ShadowOnlyShadowFits
+	}
+	return ShadowOutcome(o)
+}
+
+// ConvertShadowRuns converts the shadow runs of live, a live attempt; nil
+// stays nil.
+func ConvertShadowRuns(live *record.Attempt) []ShadowRun {
+	if live.Shadows == nil {
+		return nil
+	}
+	out := make([]ShadowRun, len(live.Shadows))
+	for i := range live.Shadows {
+		out[i] = ConvertShadowRun(live, &live.Shadows[i])
+	}
+	return out
+}
+
+// ConvertShadowRun converts run, a shadow run of the live attempt live,
+// with the plugins behind its difference from live.
+func ConvertShadowRun(live *record.Attempt, run *record.ShadowRun) ShadowRun {
+	out := ShadowRun{
+		Shadow: run.Profile, Outcome: ConvertShadowOutcome(run.Outcome), NotComparedReason: run.NotComparedReason,
+		Plugins: live.ShadowDifferences(run), LiveNodeRank: run.LiveNodeRank,
+		LiveNodeScore: run.LiveNodeScore, ShadowNodeLiveScore: run.ShadowNodeLiveScore,
+	}
+	if a := run.Attempt; a != nil {
+		out.SelectedNode = a.SelectedNode
+		if a.SelectedNode == "" {
+			out.Message = a.Message
+		}
+	}
+	for _, p := range run.PostFilter {
+		pf := ShadowPostFilter{Plugin: p.Plugin, DryRun: p.DryRun, Code: p.Code, Message: p.Message, NominatedNode: p.NominatedNode}
+		for _, v := range p.Victims {
+			pf.Victims = append(pf.Victims, ConvertPodRef(v))
+		}
+		out.PostFilter = append(out.PostFilter, pf)
+	}
+	return out
+}
+
+// HideNodes removes what a caller who may not list nodes must not see of
+// the run: the shadow's node, the ranks and scores, and the PostFilter's
+// nominated node and victims.
+func (r *ShadowRun) HideNodes() {
+	r.SelectedNode, r.LiveNodeRank, r.LiveNodeScore, r.ShadowNodeLiveScore = "", 0, nil, nil
+	for i := range r.PostFilter {
+		r.PostFilter[i].NominatedNode, r.PostFilter[i].Victims = "", nil
+	}
+}

@@ -78,3 +78,40 @@ func TestConvertSummary(t *testing.T) {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
+
+func TestConvertShadowRun(t *testing.T) {
+	live := recordtest.MakeAttempt("team-a", "web", "uid-web").Passed("n1", "n2").Scheduled("n1").Obj()
+	score := func(v int64) *int64 { return &v }
+	live.Shadows = []record.ShadowRun{
+		{Profile: "binpack", Outcome: record.ShadowOtherNode, LiveNodeRank: 2, LiveNodeScore: score(10), ShadowNodeLiveScore: score(5),
+			Attempt: recordtest.MakeAttempt("team-a", "web", "uid-web").Profile("binpack").Passed("n2").Rejected("NodeResourcesFit", "Insufficient cpu", "n1").Scheduled("n2").Obj()},
+		{Profile: "strict", Outcome: record.ShadowLiveOnly,
+			PostFilter: []record.ShadowPostFilter{{Plugin: "DefaultPreemption", DryRun: true, Code: record.CodeSuccess, NominatedNode: "n2",
+				Victims: []record.PodRef{{Namespace: "team-b", Name: "low", UID: "uid-low"}}}},
+			Attempt: recordtest.MakeAttempt("team-a", "web", "uid-web").Profile("strict").Unschedulable("0/2 nodes are available").
+				Rejected("NodeAffinity", "didn't match", "n1", "n2").Obj()},
+		{Profile: "spread", Outcome: record.ShadowShadowOnly},
+		{Profile: "broken", Outcome: record.ShadowNotCompared, NotComparedReason: record.NotComparedShadowError},
+	}
+	want := []ShadowRun{
+		{Shadow: "binpack", Outcome: ShadowOtherNode, Plugins: []string{"NodeResourcesFit"}, SelectedNode: "n2",
+			LiveNodeRank: 2, LiveNodeScore: score(10), ShadowNodeLiveScore: score(5)},
+		{Shadow: "strict", Outcome: ShadowOnlyLiveFits, Message: "0/2 nodes are available", Plugins: []string{"NodeAffinity"},
+			PostFilter: []ShadowPostFilter{{Plugin: "DefaultPreemption", DryRun: true, Code: record.CodeSuccess, NominatedNode: "n2",
+				Victims: []PodRef{{Namespace: "team-b", Name: "low", UID: "uid-low"}}}}},
+		{Shadow: "spread", Outcome: ShadowOnlyShadowFits},
+		{Shadow: "broken", Outcome: ShadowNotCompared, NotComparedReason: record.NotComparedShadowError},
+	}
+	got := ConvertShadowRuns(live)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shadow runs (-want +got):\n%s", diff)
+	}
+	for i := range got {
+		got[i].HideNodes()
+	}
+	want[0].SelectedNode, want[0].LiveNodeRank, want[0].LiveNodeScore, want[0].ShadowNodeLiveScore = "", 0, nil, nil
+	want[1].PostFilter[0].NominatedNode, want[1].PostFilter[0].Victims = "", nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("shadow runs with the nodes hidden (-want +got):\n%s", diff)
+	}
+}

@@ -119,6 +119,6 @@ const queryCanceled = "57014"
 func (s *Store) diskBytes(ctx context.Context) (int64, error) {
 	var disk int64
 	err := s.reads.QueryRowContext(ctx, `SELECT SUM(pg_total_relation_size(t))::bigint
-		FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'meta']::regclass[]) t`).Scan(&disk)
+		FROM unnest(ARRAY['attempts', 'pods', 'rejections', 'shadow_runs', 'meta']::regclass[]) t`).Scan(&disk)
 	return disk, err
 }

@@ -258,6 +258,44 @@ func TestMigrateFromVersion2(t *testing.T) {
 	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, url, store.Options{Cluster: "east", AllClusters: true}) })
 }
 
+// TestMigrateFromVersion4: a database of schema version 4 holding
+// storetest.Fixture under cursor (e1, 5), written as version 4's Append
+// wrote it, is migrated on Open: it answers every query as before, and
+// the shadow runs of the attempts stored after the migration are counted.
+func TestMigrateFromVersion4(t *testing.T) {
+	ctx := context.Background()
+	url := newDatabase(t)
+	migrateTo(t, url, 4)
+	rows, err := store.EncodeRows("", "e1", storetest.Fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		a := r.Attempt
+		exec(t, url, `WITH a AS (INSERT INTO attempts (cluster, epoch, seq, uid, namespace, name, attempt, result, finished, size, summary, data, signature)
+				VALUES ('', 'e1', $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
+			INSERT INTO pods (cluster, uid, namespace, name, first_seen, latest_id, finished, result) SELECT '', $2, $3, $4, $7, id, $7, $6 FROM a
+			ON CONFLICT (cluster, uid) DO UPDATE SET latest_id = excluded.latest_id, finished = excluded.finished, result = excluded.result`,
+			int64(r.Seq), a.Pod.UID, a.Pod.Namespace, a.Pod.Name, a.Attempt, string(a.Result), r.Finished, len(r.Data), string(r.Summary), r.Data, r.Signature)
+		for _, rj := range r.Rejected {
+			exec(t, url, `INSERT INTO rejections (cluster, attempt_id, finished, namespace, plugin, nodes, node_names)
+				SELECT '', id, $2, $3, $4, $5, $6 FROM attempts WHERE seq = $1`, int64(r.Seq), r.Finished, a.Pod.Namespace, rj.Plugin, rj.Nodes, rj.Names)
+		}
+	}
+	exec(t, url, `INSERT INTO cursors (cluster, epoch, seq, lost) VALUES ('', 'e1', 5, 0)`)
+
+	s, err := Open(ctx, url, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v := dbVersion(t, url); v != store.SchemaVersion {
+		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
+	}
+	storetest.CheckFixture(t, s)
+	storetest.CheckShadows(t, s, "e1", 6)
+}
+
 // TestOpenRejectsBadURL: a URL that does not parse is an error that does
 // not repeat it (it may hold a password).
 func TestOpenRejectsBadURL(t *testing.T) {

@@ -201,12 +201,13 @@ func deleteUpTo(ctx context.Context, conn *sql.Conn, cutoff, where string, args 
 }
 
 // deleteBatches deletes the attempts matching where, with their rejection
-// rows and the pods whose latest attempt they are, deleteBatch attempts
-// per transaction.
+// rows, their shadow runs and the pods whose latest attempt they are,
+// deleteBatch attempts per transaction.
 func deleteBatches(ctx context.Context, conn querier, where string, args ...any) (removed int, err error) {
 	stmt := fmt.Sprintf(`WITH deleted AS (
 			DELETE FROM attempts WHERE id IN (SELECT id FROM attempts WHERE %s LIMIT %d) RETURNING id),
 		rejections AS (DELETE FROM rejections WHERE attempt_id IN (SELECT id FROM deleted)),
+		shadows AS (DELETE FROM shadow_runs WHERE attempt_id IN (SELECT id FROM deleted)),
 		pods AS (DELETE FROM pods WHERE latest_id IN (SELECT id FROM deleted))
 		SELECT COUNT(*) FROM deleted`, where, deleteBatch)
 	for {

@@ -55,8 +55,7 @@ func schemaOf(t *testing.T, url string) string {
 	return b.String()
 }
 
-// TestSchema: the schema Open makes is testdata/schema.golden, which the
-// releases before the stores shared their SQL made.
+// TestSchema: the schema Open makes is testdata/schema.golden.
 func TestSchema(t *testing.T) {
 	const golden = "testdata/schema.golden"
 	url := newDatabase(t)

@@ -151,13 +151,14 @@ func TestMigrateFromVersion2(t *testing.T) {
 	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east", AllClusters: true}) })
 }
 
-// TestOpenVersion4: testdata/schema-v4.db was written by the release
-// before the stores shared their SQL (schema version 4), holding
-// storetest.Fixture under cursor (e1, 5). Opened by this build it keeps
-// its version and answers every query as before, repeats fold into its
-// attempts, and a named cluster stores the same epoch, sequences and UIDs
-// beside them.
-func TestOpenVersion4(t *testing.T) {
+// TestMigrateFromVersion4: testdata/schema-v4.db was written by the
+// release before the stores shared their SQL (schema version 4), holding
+// storetest.Fixture under cursor (e1, 5). Opened by this build it is
+// migrated and answers every query as before, repeats fold into its
+// attempts, a named cluster stores the same epoch, sequences and UIDs
+// beside them, and the shadow runs of the attempts stored after the
+// migration are counted.
+func TestMigrateFromVersion4(t *testing.T) {
 	ctx := context.Background()
 	path := copyTestdata(t, "schema-v4.db", 4)
 	s, err := Open(ctx, path, store.Options{})
@@ -169,4 +170,5 @@ func TestOpenVersion4(t *testing.T) {
 		t.Errorf("schema version %d after Open, want %d", v, store.SchemaVersion)
 	}
 	storetest.CheckMigratedFixture(t, s, func() (store.Store, error) { return Open(ctx, path, store.Options{Cluster: "east", AllClusters: true}) })
+	storetest.CheckShadows(t, s, "e1", 8)
 }

@@ -53,8 +53,7 @@ func schemaOf(t *testing.T, path string) string {
 
 // TestSchema: the schema Open makes, of a new file and of the files of
 // earlier releases (schema versions 1, 2 and 4), is
-// testdata/schema.golden, which the releases before the stores shared
-// their SQL made.
+// testdata/schema.golden.
 func TestSchema(t *testing.T) {
 	const golden = "testdata/schema.golden"
 	path := filepath.Join(t.TempDir(), "records.db")

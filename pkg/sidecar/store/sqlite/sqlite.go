@@ -276,7 +276,7 @@ func exec(res sql.Result, err error) (int, error) {
 }
 
 // deleteAttempts runs deletes of attempts in one transaction, then removes
-// the pods and rejection rows they leave without an attempt.
+// the pods, rejection rows and shadow runs they leave without an attempt.
 func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (int, error)) (removed int, err error) {
 	if len(deletes) == 0 {
 		return 0, nil
@@ -296,6 +296,9 @@ func (s *Store) deleteAttempts(ctx context.Context, deletes ...func(*sql.Tx) (in
 	if removed > 0 {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rejections WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = rejections.attempt_id)`); err != nil {
 			return 0, fmt.Errorf("pruning rejections: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM shadow_runs WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = shadow_runs.attempt_id)`); err != nil {
+			return 0, fmt.Errorf("pruning shadow runs: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM pods WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.id = pods.latest_id)`); err != nil {
 			return 0, fmt.Errorf("pruning pods: %w", err)
@@ -334,7 +337,11 @@ func (s *Store) DeleteNamespace(ctx context.Context, namespace string) (removed 
 		return 0, fmt.Errorf("deleting the attempts of namespace %q: %w", namespace, err)
 	}
 	n, _ := res.RowsAffected()
-	for _, q := range []string{`DELETE FROM rejections WHERE cluster = ? AND namespace = ?`, `DELETE FROM pods WHERE cluster = ? AND namespace = ?`} {
+	for _, q := range []string{
+		`DELETE FROM rejections WHERE cluster = ? AND namespace = ?`,
+		`DELETE FROM shadow_runs WHERE cluster = ? AND namespace = ?`,
+		`DELETE FROM pods WHERE cluster = ? AND namespace = ?`,
+	} {
 		if _, err := tx.ExecContext(ctx, q, c, namespace); err != nil {
 			return 0, fmt.Errorf("deleting the index of namespace %q: %w", namespace, err)
 		}

@@ -13,7 +13,7 @@ import (
 // inserts are the statements that store records and the cursor, prepared
 // once: each connection prepares them on its first use.
 type inserts struct {
-	attempt, pod, rejection, cursor *sql.Stmt
+	attempt, pod, rejection, shadow, cursor *sql.Stmt
 	// latest finds whether a record was folded already and its pod's
 	// latest attempt; fold folds a repeat into that attempt and touch
 	// moves the pod's finish time to the repeat's.
@@ -50,6 +50,9 @@ func (ins *inserts) prepare(ctx context.Context, db *sql.DB, d *Dialect) error {
 			WHERE excluded.latest_id > pods.latest_id`},
 		{&ins.rejection, "rejection insert", `INSERT INTO rejections (cluster, attempt_id, finished, namespace, plugin, nodes, node_names)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&ins.shadow, "shadow run insert", `INSERT INTO shadow_runs
+			(cluster, attempt_id, finished, namespace, profile, shadow, outcome, not_compared_reason, plugin)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&ins.cursor, "cursor upsert", `INSERT INTO cursors (cluster, epoch, seq, lost) VALUES (?, ?, ?, ?)
 			ON CONFLICT (cluster) DO UPDATE SET epoch = excluded.epoch, seq = excluded.seq, lost = excluded.lost`},
 		{&ins.latest, "latest attempt query", d.FoldQuery()},
@@ -65,7 +68,7 @@ func (ins *inserts) prepare(ctx context.Context, db *sql.DB, d *Dialect) error {
 }
 
 func (ins *inserts) close() {
-	for _, st := range []*sql.Stmt{ins.attempt, ins.pod, ins.rejection, ins.cursor, ins.latest, ins.fold, ins.touch} {
+	for _, st := range []*sql.Stmt{ins.attempt, ins.pod, ins.rejection, ins.shadow, ins.cursor, ins.latest, ins.fold, ins.touch} {
 		if st != nil {
 			st.Close()
 		}
@@ -78,7 +81,7 @@ func (ins *inserts) in(ctx context.Context, tx *sql.Tx, cluster string) *txInser
 		cluster: cluster,
 		inserts: inserts{
 			attempt: tx.StmtContext(ctx, ins.attempt), pod: tx.StmtContext(ctx, ins.pod),
-			rejection: tx.StmtContext(ctx, ins.rejection), cursor: tx.StmtContext(ctx, ins.cursor),
+			rejection: tx.StmtContext(ctx, ins.rejection), shadow: tx.StmtContext(ctx, ins.shadow), cursor: tx.StmtContext(ctx, ins.cursor),
 			latest: tx.StmtContext(ctx, ins.latest), fold: tx.StmtContext(ctx, ins.fold), touch: tx.StmtContext(ctx, ins.touch),
 		},
 	}
@@ -90,9 +93,9 @@ type txInserts struct {
 	inserts
 }
 
-// insert stores a record, its pod and its rejections; a record already
-// stored is left alone, and a repeat of the pod's latest unschedulable
-// outcome is folded into it.
+// insert stores a record, its pod, its rejections and its shadow runs; a
+// record already stored is left alone, and a repeat of the pod's latest
+// unschedulable outcome is folded into it.
 func (w *txInserts) insert(ctx context.Context, epoch string, r store.Row) error {
 	a := r.Attempt
 	if folded, err := w.foldRepeat(ctx, epoch, r); folded || err != nil {
@@ -110,7 +113,23 @@ func (w *txInserts) insert(ctx context.Context, epoch string, r store.Row) error
 	if _, err := w.pod.ExecContext(ctx, w.cluster, a.Pod.UID, a.Pod.Namespace, a.Pod.Name, r.Finished, id, r.Finished, string(a.Result)); err != nil {
 		return fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
-	return w.indexRejections(ctx, id, r)
+	return w.index(ctx, id, r)
+}
+
+// index stores the rejections and shadow runs of r's attempt under
+// attempt id.
+func (w *txInserts) index(ctx context.Context, id int64, r store.Row) error {
+	if err := w.indexRejections(ctx, id, r); err != nil {
+		return err
+	}
+	a := r.Attempt
+	for _, sh := range r.Shadows {
+		if _, err := w.shadow.ExecContext(ctx, w.cluster, id, r.Finished, a.Pod.Namespace, a.Profile,
+			sh.Shadow, string(sh.Outcome), sh.NotComparedReason, sh.Plugin); err != nil {
+			return fmt.Errorf("indexing shadow runs of record %d: %w", r.Seq, err)
+		}
+	}
+	return nil
 }
 
 // indexRejections stores the rejections of r's attempt under attempt id.
@@ -126,7 +145,8 @@ func (w *txInserts) indexRejections(ctx context.Context, id int64, r store.Row) 
 // foldRepeat folds r into its pod's latest attempt when both were
 // unschedulable with the same outcome in the same epoch: the attempt's
 // repeat count and last attempt move on, its record is not stored again,
-// and r's rejections are indexed (they count in the rejection totals).
+// and r's rejections and shadow runs are indexed (they count in the
+// rejection totals and the shadow summaries).
 // A repeat already folded is left alone. folded is false when r is not a
 // repeat.
 func (w *txInserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (folded bool, err error) {
@@ -156,5 +176,5 @@ func (w *txInserts) foldRepeat(ctx context.Context, epoch string, r store.Row) (
 	if _, err := w.touch.ExecContext(ctx, r.Finished, w.cluster, a.Pod.UID); err != nil {
 		return false, fmt.Errorf("indexing pod of record %d: %w", r.Seq, err)
 	}
-	return true, w.indexRejections(ctx, id, r)
+	return true, w.index(ctx, id, r)
 }

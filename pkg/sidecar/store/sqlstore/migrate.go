@@ -174,6 +174,25 @@ DELETE FROM meta WHERE key IN ('cursor.epoch', 'cursor.seq', 'cursor.lost');
 	`
 CREATE INDEX attempts_by_pod_epoch ON attempts (cluster, uid, epoch, seq);
 `,
+	// 5: the shadow runs of each attempt, one row per shadow profile,
+	// written with the attempt (and with each repeat folded into it), so
+	// that a shadow's summary is counted without decoding records. Runs
+	// of attempts stored before are not indexed.
+	`
+CREATE TABLE shadow_runs (
+	cluster             {{.Text}} NOT NULL,
+	attempt_id          {{.BigInt}} NOT NULL,
+	finished            {{.BigInt}} NOT NULL,
+	namespace           {{.Text}} NOT NULL,
+	profile             {{.Text}} NOT NULL,
+	shadow              {{.Text}} NOT NULL,
+	outcome             {{.Text}} NOT NULL,
+	not_compared_reason {{.Text}} NOT NULL,
+	plugin              {{.Text}} NOT NULL
+);
+CREATE INDEX shadow_runs_by_shadow ON shadow_runs (shadow, finished);
+CREATE INDEX shadow_runs_by_attempt ON shadow_runs (attempt_id);
+`,
 )
 
 func parseHistory(versions ...string) []*template.Template {

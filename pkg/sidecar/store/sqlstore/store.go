@@ -350,6 +350,52 @@ func (s *Store) Rejections(ctx context.Context, rq store.RejectionQuery) ([]v1al
 	return t.Result(), nil
 }
 
+// ShadowSummary implements store.Reader.
+func (s *Store) ShadowSummary(ctx context.Context, sq store.ShadowQuery) (v1alpha1.ShadowSummary, error) {
+	t := store.NewShadowTally(sq)
+	q := s.query()
+	q.add(`SELECT outcome, not_compared_reason, plugin, COUNT(*) FROM shadow_runs WHERE shadow = ?`, sq.Shadow)
+	if !sq.Since.IsZero() {
+		q.add(` AND finished >= ?`, sq.Since.UnixNano())
+	}
+	if !sq.Until.IsZero() {
+		q.add(` AND finished < ?`, sq.Until.UnixNano())
+	}
+	q.inCluster("cluster", sq.Cluster)
+	q.inNamespaces("namespace", sq.Namespaces)
+	q.add(` GROUP BY outcome, not_compared_reason, plugin`)
+	err := s.each(ctx, q, func(rows *sql.Rows) error {
+		var outcome, reason, plugin string
+		var n int64
+		if err := rows.Scan(&outcome, &reason, &plugin, &n); err != nil {
+			return err
+		}
+		t.Add(record.ShadowOutcome(outcome), reason, plugin, n)
+		return nil
+	})
+	if err != nil {
+		return v1alpha1.ShadowSummary{}, fmt.Errorf("counting the runs of shadow %q: %w", sq.Shadow, err)
+	}
+	return t.Result(), nil
+}
+
+// ShadowOf implements store.Reader.
+func (s *Store) ShadowOf(ctx context.Context, cluster, shadow string) (string, error) {
+	var live string
+	q := s.query()
+	q.add(`SELECT profile FROM shadow_runs WHERE shadow = ? AND cluster = ?`, shadow, cluster)
+	q.inCluster("cluster", cluster)
+	q.add(` ORDER BY finished DESC LIMIT 1`)
+	err := s.reads.QueryRowContext(ctx, s.d.bind(q.sql.String()), q.args...).Scan(&live)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the live profile of shadow %q: %w", shadow, s.readErr(ctx, err))
+	}
+	return live, nil
+}
+
 // Stats implements store.Reader.
 func (s *Store) Stats(ctx context.Context) (v1alpha1.StoreStats, error) {
 	counts := store.ClusterCounts{}

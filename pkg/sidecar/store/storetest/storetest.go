@@ -38,6 +38,8 @@ func Run(t *testing.T, h Harness) {
 		{"Attempt", testAttempt},
 		{"Pods", testPods},
 		{"Rejections", testRejections},
+		{"ShadowSummary", testShadowSummary},
+		{"ShadowRunsGoWithTheirAttempts", testShadowRunsGoWithTheirAttempts},
 		{"CursorAndRecordsSurviveReopen", testCursorAndRecordsSurviveReopen},
 		{"AppendIgnoresStoredRecords", testAppendIgnoresStoredRecords},
 		{"AppendStoresTheSchedulersJSON", testAppendStoresTheSchedulersJSON},
