@@ -153,10 +153,11 @@ func New(cfg Config) (http.Handler, error) {
 
 // servedClusters answers 404 to a request that names a cluster the API
 // does not answer for; the store reads no other cluster's records either.
+// A name that is no cluster name is left to the endpoint's 400.
 func (h *handler) servedClusters(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := r.URL.Query().Get(v1alpha1.ParamCluster)
-		if h.AllClusters || c == "" || c == h.Cluster {
+		if h.AllClusters || c == "" || c == h.Cluster || store.ValidateClusterName(c) != nil {
 			next.ServeHTTP(w, r)
 			return
 		}

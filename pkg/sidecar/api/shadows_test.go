@@ -70,7 +70,7 @@ func TestShadowsEndpoint(t *testing.T) {
 				TopPlugins: []v1alpha1.PluginCount{{Plugin: "TaintToleration", Count: 2}, {Plugin: "NodeResourcesFit", Count: 1}}},
 		},
 		{name: "unknown shadow", user: "admin", path: "shadows/nope", wantCode: 200, want: v1alpha1.ShadowSummary{Shadow: "nope", Since: since}},
-		{name: "another cluster", user: "admin", path: "shadows/binpack?cluster=east", wantCode: 200, want: v1alpha1.ShadowSummary{Shadow: "binpack", Since: since}},
+		{name: "a cluster the API does not serve", user: "admin", path: "shadows/binpack?cluster=east", wantCode: 404, wantBody: `cluster \"east\" is not served here`},
 		{name: "a namespace the user may not list pods in", user: "bob", path: "namespaces/b/shadows/binpack", wantCode: 403,
 			wantBody: `user \"bob\" cannot list pods in namespace \"b\"`},
 		{name: "cluster-wide needs list pods there", user: "bob", path: "shadows/binpack", wantCode: 403, wantBody: "namespaces/{namespace}/shadows/binpack"},
