@@ -92,6 +92,22 @@ func (s *stack) smokeCheck(ctx context.Context, d *demo) error {
 	}
 	done("exit code 3, rejected by NodeResourcesFit")
 
+	done = s.step("checking `kubectl schedscope shadow --shadow " + shadowBinpack + " -A -o json`")
+	out, code, err = s.kubectl(ctx, "schedscope", "shadow", "--shadow", shadowBinpack, "-A", "-o", "json")
+	if err != nil {
+		return err
+	}
+	var summary v1alpha1.ShadowSummary
+	if code != 0 || json.Unmarshal([]byte(out), &summary) != nil {
+		return fmt.Errorf("kubectl schedscope shadow --shadow %s -A -o json: exit code %d, output:\n%s", shadowBinpack, code, out)
+	}
+	// Every demo pod's first attempt has a shadow run, the unschedulable
+	// one's outcome neither.
+	if summary.Compared < int64(len(demoWorkload())) || summary.Neither < 1 || summary.Compared != summary.SameNode+summary.OtherNode+summary.OnlyLiveFits+summary.OnlyShadowFits+summary.Neither {
+		return fmt.Errorf("kubectl schedscope shadow --shadow %s -A: %+v; want at least %d runs compared, one of them neither", shadowBinpack, summary, len(demoWorkload()))
+	}
+	done(fmt.Sprintf("%d runs compared: %d on the same node, %d on another", summary.Compared, summary.SameNode, summary.OtherNode))
+
 	done = s.step("checking the web page through `kubectl schedscope ui`")
 	pageURL, err := s.checkUI(ctx)
 	if err != nil {
