@@ -31,7 +31,7 @@ var kubectlFlags = []string{"as", "field-selector", "previous", "raw", "show-lab
 // aggregator's, kube-state-metrics' and /metrics/resources'.
 var upstreamMetrics = []string{
 	"scheduler_pending_pods", "aggregator_unavailable_apiservice", "aggregator_unavailable_apiservice_total",
-	"kube_pod_resource_request",
+	"kube_pod_resource_request", "scheduler_scheduling_algorithm_duration_seconds",
 }
 
 // TestOperatorDocsNameRealFlags: every --flag in the operator documents is
