@@ -140,6 +140,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	fs.Int64Var(&o.Retention.MaxAttempts, "retention-max-attempts", o.Retention.MaxAttempts, "Keep at most this many attempts, deleting the oldest of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound.")
 	fs.Int64Var(&o.Retention.MaxAttemptsPerNamespace, "retention-max-attempts-per-namespace", o.Retention.MaxAttemptsPerNamespace, "Keep at most this many attempts of each namespace, deleting its oldest; at most --retention-max-bytes / 19088 (a busy cluster's attempt on disk) when that is set; 0 means no bound.")
 	fs.Int64Var(&o.Retention.MaxDiskBytes, "retention-max-bytes", o.Retention.MaxDiskBytes, "Keep the store's files on disk (records, indexes and write-ahead log) under this many bytes, deleting the oldest attempts of the namespaces over their fair share (a namespace under it keeps all its attempts, the others split the rest); 0 means no bound. Leave room below the volume's size limit.")
+	fs.DurationVar(&o.Retention.RemoveSilentClustersAfter, "retention-remove-silent-clusters-after", o.Retention.RemoveSilentClustersAfter, "Delete every record of another cluster of the store (several clusters' sidecars writing one PostgreSQL database) whose sidecar has applied no retention for this long: a cluster that is gone. Every sidecar notes when it applies retention (--retention-interval), whatever this flag says; 0 keeps other clusters' records.")
 	fs.DurationVar(&o.PruneInterval, "retention-interval", o.PruneInterval, "How often retention is applied.")
 	fs.IntVar(&o.MaxInFlightPerUser, "max-requests-in-flight-per-user", o.MaxInFlightPerUser, "Requests one caller may have in flight at once; more are answered 429 with Retry-After.")
 	fs.IntVar(&o.MaxInFlight, "max-requests-in-flight", o.MaxInFlight, "API requests of all callers together in flight at once; more are answered 429 with Retry-After.")
@@ -263,6 +264,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Retention.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-age %v must not be negative", o.Retention.MaxAge))
+	}
+	if o.Retention.RemoveSilentClustersAfter < 0 {
+		errs = append(errs, fmt.Errorf("--retention-remove-silent-clusters-after %v must not be negative", o.Retention.RemoveSilentClustersAfter))
 	}
 	if o.Retention.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("--retention-max-attempts %d must not be negative", o.Retention.MaxAttempts))

@@ -42,6 +42,7 @@ func TestValidate(t *testing.T) {
 		{name: "cluster name", args: []string{"--cluster-name=east-1"}},
 		{name: "cluster name not a label", args: []string{"--cluster-name=East_1"}, wantErr: []string{"--cluster-name", `cluster name "East_1" is not a DNS-1123 label`}},
 		{name: "negative age", args: []string{"--retention-max-age=-1h"}, wantErr: []string{"--retention-max-age"}},
+		{name: "negative cluster silence", args: []string{"--retention-remove-silent-clusters-after=-1h"}, wantErr: []string{"--retention-remove-silent-clusters-after -1h0m0s must not be negative"}},
 		{name: "negative bytes", args: []string{"--retention-max-bytes=-1"}, wantErr: []string{"--retention-max-bytes"}},
 		{name: "per-namespace count fits the bytes", args: []string{"--retention-max-bytes=1073741824", "--retention-max-attempts-per-namespace=56252"}},
 		{name: "per-namespace count over the bytes", args: []string{"--retention-max-bytes=1073741824", "--retention-max-attempts-per-namespace=56253"}, wantErr: []string{"--retention-max-attempts-per-namespace 56253 does not fit --retention-max-bytes 1073741824", "at most 56252 attempts do"}},

@@ -18,7 +18,7 @@ import (
 // SchemaVersion is the version of the stored schema this build writes.
 // Every store migrates databases of older versions to it, step by step
 // through the same history, and refuses newer ones.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // ErrNotFound is returned when no stored attempt matches a query.
 var ErrNotFound = errors.New("not found")
@@ -78,7 +78,9 @@ type Store interface {
 	Writer
 	Reader
 	// Prune applies the retention policy to the store's cluster's
-	// attempts and returns the number of attempts removed.
+	// attempts, notes that the cluster's writer is alive at now, removes
+	// the records of silent clusters (Retention.RemoveSilentClustersAfter)
+	// and returns the number of attempts removed.
 	Prune(ctx context.Context, now time.Time) (int, error)
 	// DeleteNamespace removes every attempt of the pods of namespace in
 	// the store's cluster, and returns how many it removed.
@@ -211,6 +213,11 @@ type Retention struct {
 	// MaxDiskBytes bounds the store's files on disk: records, indexes and
 	// the write-ahead log.
 	MaxDiskBytes int64
+	// RemoveSilentClustersAfter, when positive, removes every record of
+	// another cluster of the store whose writer has applied no retention
+	// for that long: a cluster that is gone. Each writer notes when it
+	// applies retention, whatever its policy.
+	RemoveSilentClustersAfter time.Duration
 }
 
 // BusyAttemptBytes is what a busy cluster's attempt (5000 nodes, 3000

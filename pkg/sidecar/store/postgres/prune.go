@@ -60,6 +60,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 		removed += n
 		return err
 	}
+	if err := add(sqlstore.RemoveSilentClusters(ctx, conn, &dialect, c, now, r.RemoveSilentClustersAfter)); err != nil {
+		return removed, err
+	}
 	if r.MaxAge > 0 {
 		if err := add(deleteBatches(ctx, conn, `cluster = $1 AND finished < $2`, c, now.Add(-r.MaxAge).UnixNano())); err != nil {
 			return removed, err

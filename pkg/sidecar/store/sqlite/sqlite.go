@@ -193,6 +193,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, c := s.retention, s.cluster
+	if removed, err = sqlstore.RemoveSilentClusters(ctx, s.db, &dialect, c, now, r.RemoveSilentClustersAfter); err != nil {
+		return removed, err
+	}
 	var deletes []func(*sql.Tx) (int, error)
 	if r.MaxAge > 0 {
 		deletes = append(deletes, func(tx *sql.Tx) (int, error) {
@@ -211,7 +214,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (removed int, err erro
 				WHERE newer > ?)`, c, r.MaxAttemptsPerNamespace))
 		})
 	}
-	if removed, err = s.deleteAttempts(ctx, deletes...); err != nil {
+	n, err := s.deleteAttempts(ctx, deletes...)
+	if removed += n; err != nil {
 		return removed, err
 	}
 	if r.MaxDiskBytes <= 0 {

@@ -193,6 +193,12 @@ CREATE TABLE shadow_runs (
 CREATE INDEX shadow_runs_by_shadow ON shadow_runs (shadow, finished);
 CREATE INDEX shadow_runs_by_attempt ON shadow_runs (attempt_id);
 `,
+	// 6: each cluster's writer notes when it was last alive, so that the
+	// records of a cluster whose writer is gone can be removed by policy;
+	// 0 is a cursor of before: the clock starts when a writer first sees it.
+	`
+ALTER TABLE cursors ADD COLUMN seen {{.BigInt}} NOT NULL DEFAULT 0;
+`,
 )
 
 func parseHistory(versions ...string) []*template.Template {

@@ -445,3 +445,61 @@ func testClustersServeTheirOwnOnly(t *testing.T, h Harness) {
 		t.Errorf("west's stats %+v, want west's 2 attempts only", st)
 	}
 }
+
+// testClustersSilentAreRemoved: a writer that applies retention notes its
+// cluster alive (a cluster no writer has noted yet is noted alive then);
+// a cluster silent for longer than RemoveSilentClustersAfter loses every
+// record and its cursor, one silent for less and the writer's own none.
+func testClustersSilentAreRemoved(t *testing.T, h Harness) {
+	ctx := context.Background()
+	silence := time.Hour
+	e, w := h.openClusters(t, store.Options{Cluster: east, AllClusters: true, Retention: store.Retention{RemoveSilentClustersAfter: silence}},
+		store.Options{Cluster: west, AllClusters: true})
+	t0 := recordtest.Base.Add(24 * time.Hour)
+	clusters := func() []string {
+		t.Helper()
+		pods, err := e.Pods(ctx, store.PodListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return clusterPods(pods)
+	}
+	all := []string{"east:a/p3", "east:b/p2", "east:a/p1", "west:b/p2", "west:a/p1"}
+	for _, step := range []struct {
+		name    string
+		s       store.Store
+		now     time.Time
+		removed int
+		want    []string
+	}{
+		{name: "east first applies retention: west, never noted, is noted alive", s: e, now: t0, want: all},
+		{name: "west silent for just under the bound", s: e, now: t0.Add(silence - time.Second), want: all},
+		{name: "west's writer applies retention", s: w, now: t0.Add(30 * time.Minute), want: all},
+		{name: "an hour after west's first note, but not after its last", s: e, now: t0.Add(silence + time.Second), want: all},
+		{name: "west silent for longer than the bound", s: e, now: t0.Add(30*time.Minute + silence + time.Second), removed: 2, want: all[:3]},
+	} {
+		removed, err := step.s.Prune(ctx, step.now)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if removed != step.removed {
+			t.Errorf("%s: removed %d, want %d", step.name, removed, step.removed)
+		}
+		if diff := cmp.Diff(step.want, clusters()); diff != "" {
+			t.Errorf("%s: pods (-want +got):\n%s", step.name, diff)
+		}
+	}
+	if got, err := e.Rejections(ctx, store.RejectionQuery{By: v1alpha1.ByPlugin, Cluster: west}); err != nil || len(got) != 0 {
+		t.Errorf("west's rejections after its removal: %v (%v), want none", got, err)
+	}
+	if c, err := w.Cursor(ctx); err != nil || c != (v1alpha1.Cursor{}) {
+		t.Errorf("west's cursor after its removal: %+v (%v), want none", c, err)
+	}
+	st, err := e.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Clusters) != 1 || st.Clusters[0].Cluster != east || st.Clusters[0].Attempts != 5 {
+		t.Errorf("stats by cluster after west's removal %+v, want east's 5 attempts alone", st.Clusters)
+	}
+}

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"ClustersKeepSameUIDsAndSeqsApart", testClustersKeepSameUIDsAndSeqsApart},
 		{"ClustersFilterQueries", testClustersFilterQueries},
 		{"ClustersServeTheirOwnOnly", testClustersServeTheirOwnOnly},
+		{"ClustersSilentAreRemoved", testClustersSilentAreRemoved},
 		{"ClustersRetentionDoesNotMix", testClustersRetentionDoesNotMix},
 		{"ClustersDeleteNamespace", testClustersDeleteNamespace},
 	} {
