@@ -18,7 +18,7 @@ import (
 // SchemaVersion is the version of the stored schema this build writes.
 // Every store migrates databases of older versions to it, step by step
 // through the same history, and refuses newer ones.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // ErrNotFound is returned when no stored attempt matches a query.
 var ErrNotFound = errors.New("not found")

@@ -6,9 +6,11 @@ package multicluster
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -21,7 +23,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/schedscope/schedscope/pkg/apis/schedscope/v1alpha1"
+	"github.com/schedscope/schedscope/pkg/sidecar/store"
+	"github.com/schedscope/schedscope/pkg/sidecar/store/postgres"
 	"github.com/schedscope/schedscope/pkg/stream"
 	"github.com/schedscope/schedscope/test/framework"
 	"github.com/schedscope/schedscope/test/pgserver"
@@ -42,7 +48,8 @@ type cluster struct {
 }
 
 // TestTwoClustersOneStore: the sidecars of clusters east and west write
-// one PostgreSQL database; east's serves every cluster
+// one PostgreSQL database, each as its cluster's writer role, which may
+// change no row of the other cluster; east's serves every cluster
 // (--serve-all-clusters), west's its own only. Both clusters have pods of
 // the same names in the same namespace; every record each scheduler
 // emitted is stored once under its cluster (stored = emitted per
@@ -62,6 +69,9 @@ func TestTwoClustersOneStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The tables' owner migrates; each sidecar writes as its cluster's
+	// writer role.
+	writerURL := confineWriters(t, url, "east", "west")
 	clusters := []*cluster{{name: "east", scheduled: 3, pending: 2, servesAll: true}, {name: "west", scheduled: 2, pending: 3}}
 	config := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
 	for _, c := range clusters {
@@ -70,7 +80,7 @@ func TestTwoClustersOneStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.sched.Stop)
-		args := []string{"--store", url, "--cluster-name", c.name}
+		args := []string{"--store", writerURL[c.name], "--cluster-name", c.name}
 		if c.servesAll {
 			args = append(args, "--serve-all-clusters")
 		}
@@ -129,6 +139,8 @@ func TestTwoClustersOneStore(t *testing.T) {
 			t.Errorf("%s's sidecar: schedscope_follower_records_received_total %v, want %d in one series labelled cluster=%q", c.name, received.GetMetric(), emitted, c.name)
 		}
 	}
+
+	checkWritersConfined(t, writerURL["east"], "east", "west")
 
 	// Every pod a sidecar serves is listed with its cluster and the UID its
 	// cluster gave it.
@@ -302,4 +314,97 @@ func runPlugin(t *testing.T, kubeconfig string, args ...string) string {
 		t.Fatalf("kubectl-schedscope %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// confineWriters migrates the store at ownerURL as its tables' owner,
+// makes a writer role of each cluster (cluster_writers), as
+// docs/sidecar.md tells operators to, and returns each cluster's URL as
+// its role.
+func confineWriters(t *testing.T, ownerURL string, clusters ...string) map[string]string {
+	t.Helper()
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, ownerURL, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("pgx", ownerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	urls := map[string]string{}
+	for _, c := range clusters {
+		role := "schedscope_" + c
+		for _, stmt := range []string{
+			`CREATE ROLE ` + role + ` LOGIN`,
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ` + role,
+			`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ` + role,
+			`INSERT INTO cluster_writers (role, cluster) VALUES ('` + role + `', '` + c + `')`,
+		} {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		u, err := neturl.Parse(ownerURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = neturl.User(role)
+		urls[c] = u.String()
+	}
+	return urls
+}
+
+// checkWritersConfined checks that cluster own's writer role, at url, may
+// change its own cluster's rows and none of other's: a forged row is
+// refused, and deletes and updates of other's rows touch nothing.
+func checkWritersConfined(t *testing.T, url, own, other string) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func(table string) int64 {
+		var n int64
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table+` WHERE cluster = $1`, other).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := map[string]int64{}
+	for _, table := range []string{"attempts", "pods", "rejections", "cursors"} {
+		if before[table] = count(table); before[table] == 0 {
+			t.Fatalf("%s's writer reads no %s row of %s: nothing to check", own, table, other)
+		}
+	}
+	for _, stmt := range []string{
+		`DELETE FROM attempts WHERE cluster = $1`,
+		`DELETE FROM pods WHERE cluster = $1`,
+		`DELETE FROM rejections WHERE cluster = $1`,
+		`UPDATE cursors SET seq = 0 WHERE cluster = $1`,
+	} {
+		res, err := db.ExecContext(ctx, stmt, other)
+		if err != nil {
+			t.Fatalf("%s as %s's writer: %v", stmt, own, err)
+		}
+		if n, _ := res.RowsAffected(); n != 0 {
+			t.Errorf("%s as %s's writer changed %d rows of %s, want none", stmt, own, n, other)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO cursors (cluster, epoch, seq, lost) VALUES ($1, 'forged', 1, 0)`, other+"-forged"); err == nil || !strings.Contains(err.Error(), "row-level security") {
+		t.Errorf("a cursor of another cluster inserted by %s's writer: %v, want a row-level security violation", own, err)
+	}
+	if res, err := db.ExecContext(ctx, `UPDATE cursors SET lost = lost WHERE cluster = $1`, own); err != nil {
+		t.Errorf("%s's writer updating its own cursor: %v", own, err)
+	} else if n, _ := res.RowsAffected(); n != 1 {
+		t.Errorf("%s's writer updated %d of its own cursors, want 1", own, n)
+	}
+	for table, n := range before {
+		if got := count(table); got != n {
+			t.Errorf("%s of %s: %d rows after %s's writer tried to change them, want %d", table, other, got, own, n)
+		}
+	}
 }

@@ -27,14 +27,15 @@ const migrationLock = 0x5c4ed5c0
 // and keys changed in place. The schema version is the one row of
 // schema_version, written under the migration lock.
 var dialect = sqlstore.Dialect{
-	NumberedParams:  true,
-	ID:              "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-	Int:             "integer",
-	BigInt:          "bigint",
-	Text:            "text",
-	Bytes:           "bytea",
-	StoresOutOfLine: true,
-	BatchedPrune:    true,
+	NumberedParams:   true,
+	ID:               "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+	Int:              "integer",
+	BigInt:           "bigint",
+	Text:             "text",
+	Bytes:            "bytea",
+	StoresOutOfLine:  true,
+	BatchedPrune:     true,
+	RowLevelSecurity: true,
 	BeginMigration: fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d);
 		CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`, migrationLock),
 	ReadVersion: `SELECT COALESCE(MAX(version), 0) FROM schema_version`,
@@ -86,7 +87,7 @@ func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
 	db := openDB(cfg, cfg.ConnConfig, writeConns)
 	reads := openDB(cfg, readCfg, opts.Reads.Conns())
 	s := &Store{db: db, reads: reads, cluster: opts.Cluster, retention: opts.Retention}
-	if _, err := sqlstore.Migrate(ctx, db, &dialect); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		reads.Close()
 		return nil, fmt.Errorf("PostgreSQL database %q at %s: %w", cfg.ConnConfig.Database, cfg.ConnConfig.Host, err)
@@ -98,6 +99,28 @@ func Open(ctx context.Context, url string, opts store.Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// migrate brings the schema to this build's version. A schema at that
+// version already is only read: a cluster's writer role (cluster_writers)
+// may not change it, and migrating needs the tables' owner.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var version int
+	if err := db.QueryRowContext(ctx, dialect.ReadVersion).Scan(&version); err == nil && version == store.SchemaVersion {
+		return nil
+	}
+	if _, err := sqlstore.Migrate(ctx, db, &dialect); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == insufficientPrivilege {
+			return fmt.Errorf("%w: this build needs schema version %d; connect once as the tables' owner to migrate the schema", err, store.SchemaVersion)
+		}
+		return err
+	}
+	return nil
+}
+
+// insufficientPrivilege is PostgreSQL's SQLSTATE of a statement the role
+// may not run.
+const insufficientPrivilege = "42501"
 
 // openDB returns a pool of at most conns connections of conn, with pool's
 // lifetimes.

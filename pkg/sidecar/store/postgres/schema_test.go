@@ -18,7 +18,8 @@ var update = flag.Bool("update", false, "rewrite testdata/schema.golden from the
 
 // schemaOf describes the schema of the database at url from PostgreSQL's
 // catalogs: its version, every column (type, nullability, default,
-// identity, storage), index and constraint.
+// identity, storage), index, constraint, table with row-level security
+// and policy.
 func schemaOf(t *testing.T, url string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -39,6 +40,11 @@ func schemaOf(t *testing.T, url string) string {
 		`SELECT format('index %s: %s', indexname, indexdef) FROM pg_indexes WHERE schemaname = current_schema() ORDER BY indexname`,
 		`SELECT format('constraint %s on %s: %s', conname, conrelid::regclass, pg_get_constraintdef(oid))
 			FROM pg_constraint WHERE connamespace = current_schema()::regnamespace ORDER BY conname`,
+		`SELECT format('row level security on %s', relname) FROM pg_class
+			WHERE relnamespace = current_schema()::regnamespace AND relrowsecurity ORDER BY relname`,
+		`SELECT format('policy %s on %s: %s using %s check %s', policyname, tablename, cmd,
+				COALESCE(regexp_replace(qual, '\s+', ' ', 'g'), '-'), COALESCE(regexp_replace(with_check, '\s+', ' ', 'g'), '-'))
+			FROM pg_policies WHERE schemaname = current_schema() ORDER BY tablename, policyname`,
 	} {
 		rows, err := conn.Query(ctx, q)
 		if err != nil {

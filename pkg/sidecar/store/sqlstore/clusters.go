@@ -35,23 +35,34 @@ func RemoveSilentClusters(ctx context.Context, db TxBeginner, d *Dialect, own st
 			return 0, err
 		}
 	}
+	var removed []string
 	for _, c := range clusters {
-		var n int64
-		if err := tx.QueryRowContext(ctx, d.bind(`SELECT COUNT(*) FROM attempts WHERE cluster = ?`), c).Scan(&n); err != nil {
-			return 0, fmt.Errorf("removing silent cluster %q: %w", c, err)
-		}
-		attempts += int(n)
+		// A cluster's writer role (cluster_writers) deletes none of
+		// another cluster's rows: only the tables' owner removes them.
+		var deleted int64
 		for _, table := range []string{"rejections", "shadow_runs", "pods", "attempts", "cursors"} {
-			if _, err := tx.ExecContext(ctx, d.bind(`DELETE FROM `+table+` WHERE cluster = ?`), c); err != nil {
+			res, err := tx.ExecContext(ctx, d.bind(`DELETE FROM `+table+` WHERE cluster = ?`), c)
+			if err != nil {
 				return 0, fmt.Errorf("removing silent cluster %q's %s: %w", c, table, err)
 			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return 0, fmt.Errorf("removing silent cluster %q's %s: %w", c, table, err)
+			}
+			if table == "attempts" {
+				attempts += int(n)
+			}
+			deleted += n
+		}
+		if deleted > 0 {
+			removed = append(removed, c)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("removing silent clusters: %w", err)
 	}
-	if len(clusters) > 0 {
-		klog.FromContext(ctx).Info("Removed the records of clusters whose writer has been silent", "clusters", clusters, "silentFor", silence, "attempts", attempts)
+	if len(removed) > 0 {
+		klog.FromContext(ctx).Info("Removed the records of clusters whose writer has been silent", "clusters", removed, "silentFor", silence, "attempts", attempts)
 	}
 	return attempts, nil
 }

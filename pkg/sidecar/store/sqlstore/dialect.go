@@ -27,6 +27,11 @@ type Dialect struct {
 	// rebuilding the table, and keeps the id counter of an AUTOINCREMENT
 	// key in sqlite_sequence (SQLite).
 	RekeysByRebuild bool
+	// RowLevelSecurity: the schema confines a database role named a
+	// cluster's writer (table cluster_writers) to writing that cluster's
+	// rows, by row-level security (PostgreSQL); the tables' owner is not
+	// confined.
+	RowLevelSecurity bool
 
 	// BeginMigration runs first in each migration's transaction: it takes
 	// the migration lock, if the database needs one, and makes the schema

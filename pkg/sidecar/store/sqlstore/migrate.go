@@ -199,12 +199,34 @@ CREATE INDEX shadow_runs_by_attempt ON shadow_runs (attempt_id);
 	`
 ALTER TABLE cursors ADD COLUMN seen {{.BigInt}} NOT NULL DEFAULT 0;
 `,
+	// 7: a database role listed in cluster_writers may insert, update and
+	// delete only the rows of its cluster, in every table that has a
+	// cluster; it may read every row (an API answers for the clusters it
+	// is told to). The tables' owner, which migrates, is not confined.
+	`
+{{if .RowLevelSecurity}}
+CREATE TABLE cluster_writers (
+	role    {{.Text}} PRIMARY KEY,
+	cluster {{.Text}} NOT NULL
+);
+{{range $t := list "attempts" "pods" "rejections" "shadow_runs" "cursors"}}
+ALTER TABLE {{$t}} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY everyone_reads ON {{$t}} FOR SELECT USING (true);
+CREATE POLICY writer_inserts ON {{$t}} FOR INSERT WITH CHECK (cluster IN (SELECT cluster FROM cluster_writers WHERE role = current_user));
+CREATE POLICY writer_updates ON {{$t}} FOR UPDATE USING (cluster IN (SELECT cluster FROM cluster_writers WHERE role = current_user));
+CREATE POLICY writer_deletes ON {{$t}} FOR DELETE USING (cluster IN (SELECT cluster FROM cluster_writers WHERE role = current_user));
+{{end}}
+{{end}}
+`,
 )
+
+// list is the template function that makes a list of its arguments.
+func list(items ...string) []string { return items }
 
 func parseHistory(versions ...string) []*template.Template {
 	out := make([]*template.Template, len(versions))
 	for i, v := range versions {
-		out[i] = template.Must(template.New(fmt.Sprintf("version %d", i+1)).Option("missingkey=error").Parse(v))
+		out[i] = template.Must(template.New(fmt.Sprintf("version %d", i+1)).Option("missingkey=error").Funcs(template.FuncMap{"list": list}).Parse(v))
 	}
 	return out
 }
