@@ -247,7 +247,7 @@ func TestServiceMonitorTLS(t *testing.T) {
 				args, _, _ = unstructured.NestedSlice(c, "args")
 			}
 		}
-		for _, want := range []string{"--tls-cert-file=/etc/schedscope/tls/tls.crt", "--tls-private-key-file=/etc/schedscope/tls/tls.key"} {
+		for _, want := range []string{"--tls-cert-file=/etc/schedscope-tls/tls.crt", "--tls-private-key-file=/etc/schedscope-tls/tls.key"} {
 			if !slices.Contains(args, any(want)) {
 				t.Errorf("the scheduler's args lack %s: %v", want, args)
 			}
