@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -185,6 +186,8 @@ type processes struct {
 	sched   *framework.Scheduler
 	sidecar *framework.Sidecar
 	sink    *framework.OTLPSink
+	// shadow is the shadow profile of the shadow modes.
+	shadow string
 	// startup is the scheduler's CPU time, in seconds, when it was ready.
 	startup float64
 }
@@ -203,7 +206,7 @@ func startProcesses(t *testing.T, cp *framework.ControlPlane, w *processWorkload
 	var err error
 	if every, ok := shadowSampleEvery[mode]; ok {
 		var flags []string
-		if config, flags, err = withShadow(config, every); err != nil {
+		if config, p.shadow, flags, err = withShadow(config, every); err != nil {
 			t.Fatal(err)
 		}
 		extra = append(extra, flags...)
@@ -343,7 +346,7 @@ func (p *processes) check(t *testing.T, r *processrun.Run) {
 	r.AlgorithmP50Seconds = framework.HistogramQuantile(durations, nil, 0.5)
 	r.AlgorithmP99Seconds = framework.HistogramQuantile(durations, nil, 0.99)
 	if every, ok := shadowSampleEvery[r.Mode]; ok {
-		r.ShadowRuns = framework.Sum(families["schedscope_shadow_attempts_total"], map[string]string{"profile": defaultProfile, "shadow": shadowProfile})
+		r.ShadowRuns = framework.Sum(families["schedscope_shadow_attempts_total"], map[string]string{"profile": defaultProfile, "shadow": p.shadow})
 		if want := float64(r.Pods / every); r.ShadowRuns < want {
 			t.Errorf("%s: %.0f shadow runs of %d attempts sampled every %d: want at least %.0f", p.sched.Name, r.ShadowRuns, r.Pods, every, want)
 		}
@@ -529,39 +532,31 @@ func writeProcessRun(t *testing.T, r processrun.Run) {
 	}
 }
 
-// shadowProfile is the schedulerName of the shadow profile of the shadow
-// modes: config/scheduler-binpack.yaml's profile.
-const shadowProfile = "schedscope-binpack"
-
 // withShadow returns config with config/scheduler-binpack.yaml's profile
-// added, and the scheduler's flags that make it a shadow of config's
-// first profile, sampled every every attempts.
-func withShadow(config string, every int) (string, []string, error) {
-	var live, binpack map[string]any
+// added, its schedulerName, and the scheduler's flags that make it a
+// shadow of config's first profile, sampled every every attempts.
+func withShadow(config string, every int) (string, string, []string, error) {
+	var live map[string]any
 	if err := yaml.Unmarshal([]byte(config), &live); err != nil {
-		return "", nil, fmt.Errorf("the workload's scheduler configuration: %w", err)
+		return "", "", nil, fmt.Errorf("the workload's scheduler configuration: %w", err)
 	}
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "scheduler-binpack.yaml"))
+	binpack, shadow, err := framework.BinpackProfile()
 	if err != nil {
-		return "", nil, err
-	}
-	if err := yaml.Unmarshal(data, &binpack); err != nil {
-		return "", nil, fmt.Errorf("config/scheduler-binpack.yaml: %w", err)
+		return "", "", nil, err
 	}
 	profiles, _ := live["profiles"].([]any)
-	shadows, _ := binpack["profiles"].([]any)
-	if len(profiles) == 0 || len(shadows) != 1 {
-		return "", nil, fmt.Errorf("want a live profile in the workload's configuration (it has %d) and one in config/scheduler-binpack.yaml (it has %d)", len(profiles), len(shadows))
+	if len(profiles) == 0 {
+		return "", "", nil, errors.New("want a live profile in the workload's configuration; it has none")
 	}
 	first, _ := profiles[0].(map[string]any)
 	liveName, _ := first["schedulerName"].(string)
 	if liveName == "" {
 		liveName = defaultProfile
 	}
-	live["profiles"] = append(profiles, shadows[0])
+	live["profiles"] = append(profiles, binpack)
 	out, err := yaml.Marshal(live)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
-	return string(out), []string{"--shadow-profile=" + shadowProfile + "=" + liveName, fmt.Sprintf("--shadow-sample-every=%d", every)}, nil
+	return string(out), shadow, []string{"--shadow-profile=" + shadow + "=" + liveName, fmt.Sprintf("--shadow-sample-every=%d", every)}, nil
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/schedscope/schedscope/test/freeport"
 )
@@ -524,6 +525,29 @@ func GetAs(url, token string) (int, []byte, error) {
 // the same profile's plugins.
 func SchedulerConfig(profile string) string {
 	return "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: " + profile + "\n"
+}
+
+// BinpackProfile returns the one profile of config/scheduler-binpack.yaml,
+// as YAML decodes it, and its schedulerName.
+func BinpackProfile() (profile map[string]any, name string, err error) {
+	path := filepath.Join(RepoRoot(), "config", "scheduler-binpack.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	profiles, _ := cfg["profiles"].([]any)
+	if len(profiles) != 1 {
+		return nil, "", fmt.Errorf("%s has %d profiles, want the bin-packing one alone", path, len(profiles))
+	}
+	profile, _ = profiles[0].(map[string]any)
+	if name, _ = profile["schedulerName"].(string); name == "" {
+		return nil, "", fmt.Errorf("%s: the profile has no schedulerName", path)
+	}
+	return profile, name, nil
 }
 
 // FastClient returns a client of cfg whose rate limit is far above what

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -108,25 +106,15 @@ func TestShadowTruth(t *testing.T) {
 // default profile truthLive, and alone; and its schedulerName.
 func binpackConfigs(t *testing.T) (withLive, alone, binpack string) {
 	t.Helper()
-	path := filepath.Join(framework.RepoRoot(), "config", "scheduler-binpack.yaml")
-	raw, err := os.ReadFile(path)
+	profile, binpack, err := framework.BinpackProfile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	cfg := map[string]any{
+		"apiVersion":     "kubescheduler.config.k8s.io/v1",
+		"kind":           "KubeSchedulerConfiguration",
+		"leaderElection": map[string]any{"leaderElect": false},
 	}
-	profiles, _ := cfg["profiles"].([]any)
-	if len(profiles) != 1 {
-		t.Fatalf("%s has %d profiles, want the bin-packing one alone", path, len(profiles))
-	}
-	profile, _ := profiles[0].(map[string]any)
-	binpack, _ = profile["schedulerName"].(string)
-	if binpack == "" {
-		t.Fatalf("%s: the profile has no schedulerName", path)
-	}
-	cfg["leaderElection"] = map[string]any{"leaderElect": false}
 	render := func(profiles ...any) string {
 		cfg["profiles"] = profiles
 		out, err := yaml.Marshal(cfg)
